@@ -1,0 +1,31 @@
+package fleetsim.cli
+
+import fleetsim.controller.{Controller, ControllerSettings}
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.actor.typed.scaladsl.Behaviors
+
+import java.io.PrintStream
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** `fleetsim controller`: the reference controller in its own process, until Ctrl-C. */
+object ControllerCommand:
+  val Flags: Seq[Flag] = Seq(Flag.Port, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize)
+
+  def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
+    Options.parse("controller", Flags, args) match
+      case Parsed.Help(text) => out.println(text); 0
+      case Parsed.Settings(config) =>
+        val settings = settingsOf("controller")(ControllerSettings(config))
+        given system: ActorSystem[Nothing] = ActorSystem(Behaviors.empty, "fleetsim-controller", config)
+        val controller =
+          try Await.result(Controller.start(settings), 30.seconds)
+          catch
+            case e: Controller.PortInUse =>
+              system.terminate()
+              throw CannotRun(s"${e.getMessage}: choose another with --port (0 picks a free one)")
+        out.println(s"fleetsim controller listening on ${controller.url} (protocol v1 under /api/v1, admin API under /admin, loopback only)")
+        out.println(s"devices get heartbeat every ${settings.heartbeatInterval.toSeconds}s, stats every ${settings.statsInterval.toSeconds}s; Ctrl-C stops")
+        out.flush()
+        Await.result(system.whenTerminated, Duration.Inf)
+        0

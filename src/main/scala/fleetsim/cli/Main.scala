@@ -1,0 +1,50 @@
+package fleetsim.cli
+
+import java.io.PrintStream
+
+/** `fleetsim run|controller [flags]`. Exit codes: 0 done, 1 could not run here (port taken, too
+  * many files), 2 bad input; never a stack trace for a user's mistake.
+  */
+object Main:
+  val Usage: String =
+    """usage: ./fleetsim <command> [flags]
+      |
+      |commands:
+      |  run         run a fleet of simulated devices against a controller (the embedded one by default)
+      |  controller  run the reference controller alone
+      |
+      |./fleetsim <command> --help lists a command's flags.""".stripMargin
+
+  private val Commands = Seq("run", "controller")
+
+  def main(args: Array[String]): Unit =
+    org.slf4j.LoggerFactory.getILoggerFactory // initialise logging before threads log, or SLF4J warns about replayed calls
+    val code = run(args.toList, System.out, System.err)
+    System.exit(code)
+
+  def run(args: List[String], out: PrintStream, err: PrintStream): Int =
+    try
+      args match
+        case "run" :: rest => RunCommand(rest, out, err)
+        case "controller" :: rest => ControllerCommand(rest, out, err)
+        case ("--help" | "-h" | "help") :: _ => out.println(Usage); 0
+        case Nil => err.println(Usage); 2
+        case other :: _ => throw UsageError(s"unknown command '$other'${Options.suggest(other, Commands).replace("--", "")}", "")
+    catch
+      case e: UsageError =>
+        err.println(s"fleetsim: ${e.getMessage}")
+        err.println(s"Try './fleetsim ${if e.command.isEmpty then "" else e.command + " "}--help'.")
+        2
+      case e: CannotRun =>
+        err.println(s"fleetsim: ${e.getMessage}")
+        1
+
+/** The machine or the network cannot run this as asked: a port is taken, the fleet does not fit. */
+final class CannotRun(message: String) extends Exception(message)
+
+/** Reads settings, turning a bad value in a config file into a one-line usage error. */
+private[cli] def settingsOf[A](command: String)(read: => A): A =
+  try read
+  catch
+    case e: com.typesafe.config.ConfigException => throw UsageError(e.getMessage, command)
+    case e: IllegalArgumentException => throw UsageError(e.getMessage.stripPrefix("requirement failed: "), command)

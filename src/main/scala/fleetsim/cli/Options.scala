@@ -1,0 +1,140 @@
+package fleetsim.cli
+
+import com.typesafe.config.{Config, ConfigException, ConfigFactory}
+
+import java.io.File
+import java.net.URI
+import scala.jdk.CollectionConverters.*
+
+/** A user mistake: one line saying what is wrong, and the command whose --help tells more. */
+final class UsageError(message: String, val command: String) extends Exception(message)
+
+/** What kind of value a flag takes, and how to tell a user what is wrong with theirs. */
+enum ValueKind(val expected: String):
+  case Count extends ValueKind("a whole number of at least 1, like 1000")
+  case CountOrAuto extends ValueKind("auto, or a whole number of at least 1")
+  case Rate extends ValueKind("a number above 0, like 50 or 0.5")
+  case Duration extends ValueKind("a duration with a unit, like 500ms, 30s, 5m or 1h")
+  case Port extends ValueKind("a port number from 0 to 65535 (0 picks a free port)")
+  case Size extends ValueKind("a size, like 512, 4KiB or 1MiB")
+  case Url extends ValueKind("an address like http://127.0.0.1:8080")
+  case Text extends ValueKind("a value")
+
+  /** None when `text` is a valid value of this kind. */
+  def problem(text: String): Option[String] =
+    def probe(read: Config => Any) =
+      try { read(ConfigFactory.parseMap(Map("v" -> text).asJava)); true }
+      catch case _: ConfigException => false
+    val ok = this match
+      case Count => text.toIntOption.exists(_ >= 1)
+      case CountOrAuto => text == "auto" || text.toIntOption.exists(_ >= 1)
+      case Rate => text.toDoubleOption.exists(r => r > 0 && !r.isInfinite)
+      case Duration => probe(_.getDuration("v")) && !text.trim.startsWith("-")
+      case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
+      case Size => probe(_.getBytes("v"))
+      case Url => validUrl(text)
+      case Text => text.nonEmpty
+    Option.when(!ok)(s"'$text' is not $expected")
+
+  private def validUrl(text: String): Boolean =
+    try
+      val uri = URI(text)
+      uri.getScheme == "http" && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
+    catch case _: Exception => false
+
+/** One definition of an option: its flag, its environment variable, its key in a config file. */
+final case class Flag(name: String, path: String, kind: ValueKind, help: String):
+  def env: String = "FLEETSIM_" + name.toUpperCase.replace('-', '_')
+
+object Flag:
+  val Devices = Flag("devices", "fleetsim.fleet.devices", ValueKind.Count, "devices to simulate")
+  val Duration = Flag("duration", "fleetsim.fleet.duration", ValueKind.Duration, "how long to run; 0s runs until Ctrl-C")
+  val RampRate = Flag("ramp-rate", "fleetsim.fleet.ramp-rate", ValueKind.Rate, "devices started per second while ramping up")
+  val Controller = Flag("controller", "fleetsim.controller.url", ValueKind.Url, "a controller speaking protocol v1; omit to embed the reference controller")
+  val ControllerPort = Flag("controller-port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the embedded reference controller")
+  val HeartbeatInterval = Flag("heartbeat-interval", "fleetsim.controller.heartbeat-interval", ValueKind.Duration, "heartbeat interval the reference controller hands out at join")
+  val StatsInterval = Flag("stats-interval", "fleetsim.controller.stats-interval", ValueKind.Duration, "stats interval the reference controller hands out at join")
+  val Results = Flag("results", "fleetsim.run.results-dir", ValueKind.Text, "folder for summary.json (default: results/<timestamp>/)")
+  val MaxConnections = Flag("max-connections", "fleetsim.http.max-connections", ValueKind.CountOrAuto, "HTTP connections shared by the fleet")
+  val RequestTimeout = Flag("request-timeout", "fleetsim.http.request-timeout", ValueKind.Duration, "a call unanswered this long counts as failed")
+  val MaxLostHeartbeats = Flag("max-lost-heartbeats", "fleetsim.device.max-lost-heartbeats", ValueKind.Count, "heartbeats lost in a row that send a device to Backoff")
+  val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")
+  val Port = Flag("port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the reference controller")
+  val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
+
+/** What a command line asked for. */
+enum Parsed:
+  case Help(text: String)
+  case Settings(config: Config)
+
+/** Parses `--flag value` and `--flag=value` into a Config layered as flag > environment variable >
+  * `--config FILE` > reference.conf.
+  */
+object Options:
+  private val ConfigFlag = "config"
+
+  def parse(command: String, flags: Seq[Flag], args: List[String], env: Map[String, String] = sys.env): Parsed =
+    if args.exists(a => a == "--help" || a == "-h") then Parsed.Help(help(command, flags))
+    else
+      val (fromFlags, configFile) = collect(command, flags, args)
+      val fromEnv = flags.flatMap(f => env.get(f.env).map(f -> _)).filterNot((f, _) => fromFlags.contains(f))
+      for (flag, value) <- fromEnv; p <- flag.kind.problem(value) do throw UsageError(s"${flag.env}: $p", command)
+      val overrides = (fromEnv ++ fromFlags).map((f, v) => f.path -> v).toMap
+      val layered = ConfigFactory
+        .parseMap(overrides.asJava)
+        .withFallback(configFile.fold(ConfigFactory.empty)(path => readFile(command, path)))
+        .withFallback(ConfigFactory.load())
+        .resolve()
+      Parsed.Settings(layered)
+
+  /** The flags given, checked one by one, and the --config file if one was named. */
+  private def collect(command: String, flags: Seq[Flag], args: List[String]): (Map[Flag, String], Option[String]) =
+    val byName = flags.map(f => f.name -> f).toMap
+    def loop(rest: List[String], acc: Map[Flag, String], file: Option[String]): (Map[Flag, String], Option[String]) = rest match
+      case Nil => (acc, file)
+      case arg :: tail if arg.startsWith("--") =>
+        val (name, inline) = arg.drop(2).split("=", 2) match
+          case Array(n, v) => (n, Some(v))
+          case Array(n) => (n, None)
+        val (value, next) = inline match
+          case Some(v) => (v, tail)
+          case None =>
+            tail match
+              case v :: more => (v, more)
+              case Nil => throw UsageError(s"--$name needs a value", command)
+        if name == ConfigFlag then loop(next, acc, Some(value))
+        else
+          val flag = byName.getOrElse(name, throw UsageError(s"unknown flag --$name${suggest(name, byName.keys.toSeq :+ ConfigFlag)}", command))
+          flag.kind.problem(value).foreach(p => throw UsageError(s"--$name: $p", command))
+          loop(next, acc + (flag -> value), file)
+      case arg :: _ => throw UsageError(s"unexpected argument '$arg' (flags start with --)", command)
+    loop(args, Map.empty, None)
+
+  private def readFile(command: String, path: String): Config =
+    val file = File(path)
+    if !file.isFile || !file.canRead then throw UsageError(s"cannot read config file '$path': no such readable file", command)
+    try ConfigFactory.parseFile(file)
+    catch case e: ConfigException => throw UsageError(s"config file '$path' is not valid HOCON: ${e.getMessage}", command)
+
+  /** " (did you mean --x?)" when a known name is within two edits of the typo. */
+  def suggest(name: String, known: Seq[String]): String =
+    known.map(k => k -> distance(name, k)).filter(_._2 <= 2).minByOption(_._2).fold("")((k, _) => s" (did you mean --$k?)")
+
+  private def distance(a: String, b: String): Int =
+    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if i == 0 then j else if j == 0 then i else 0)
+    for i <- 1 to a.length; j <- 1 to b.length do
+      d(i)(j) = Seq(d(i - 1)(j) + 1, d(i)(j - 1) + 1, d(i - 1)(j - 1) + (if a(i - 1) == b(j - 1) then 0 else 1)).min
+    d(a.length)(b.length)
+
+  def help(command: String, flags: Seq[Flag]): String =
+    val defaults = ConfigFactory.load()
+    val rows = flags.map { f =>
+      val default = if defaults.hasPath(f.path) then defaults.getValue(f.path).unwrapped.toString else ""
+      val shown = if default.isEmpty then "" else s" (default: $default)"
+      f"  --${f.name}%-22s ${f.help}$shown%n  ${""}%-24s env ${f.env}, config ${f.path}"
+    }
+    (Seq(s"usage: ./fleetsim $command [flags]", "", "flags:") ++ rows ++ Seq(
+      "  --config FILE            a HOCON file of settings (keys as in reference.conf)",
+      "  --help                   this text",
+      "",
+      "Flags override environment variables, which override --config FILE, which overrides the defaults.")).mkString("\n")

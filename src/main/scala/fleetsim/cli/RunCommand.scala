@@ -1,0 +1,71 @@
+package fleetsim.cli
+
+import fleetsim.controller.Controller
+import fleetsim.fleet.DescriptorBudget
+import fleetsim.metrics.ProcessWatch
+import fleetsim.report.Summary
+import org.apache.pekko.Done
+import org.apache.pekko.actor.CoordinatedShutdown
+import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector, SpawnProtocol}
+
+import java.io.PrintStream
+import scala.concurrent.duration.*
+import scala.concurrent.{Await, ExecutionContext, Future}
+
+/** `fleetsim run`: a fleet for a while, a status line every second, a summary at the end, also
+  * on Ctrl-C and SIGTERM (the summary is written in a coordinated-shutdown task).
+  */
+object RunCommand:
+  val Flags: Seq[Flag] = Seq(
+    Flag.Devices, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
+    Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.RequestTimeout, Flag.MaxLostHeartbeats)
+
+  /** Why the run ended, as summary.json says it. */
+  private case object DurationReached extends CoordinatedShutdown.Reason
+
+  def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
+    Options.parse("run", Flags, args) match
+      case Parsed.Help(text) => out.println(text); 0
+      case Parsed.Settings(config) =>
+        val settings = settingsOf("run")(RunSettings(config))
+        val connections = settings.http.connectionsFor(settings.fleet.devices)
+        DescriptorBudget.check(connections, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
+        given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
+        val run =
+          try Await.result(FleetRun.start(settings), 30.seconds)
+          catch
+            case e: Controller.PortInUse =>
+              system.terminate()
+              throw CannotRun(s"${e.getMessage}: choose another with --controller-port (0 picks a free one)")
+        execute(run, out)
+
+  private def execute(run: FleetRun, out: PrintStream)(using system: ActorSystem[SpawnProtocol.Command]): Int =
+    val settings = run.settings
+    val shutdown = CoordinatedShutdown(system)
+    val io: ExecutionContext = system.dispatchers.lookup(DispatcherSelector.blocking())
+    val fleet = settings.fleet
+    run.controller.foreach(c => out.println(s"fleetsim: reference controller on ${c.url} (admin API under /admin)"))
+    out.println(
+      s"fleetsim: ${fleet.devices} devices against ${run.controllerUrl}, ramping at ${fleet.rampRate}/s, " +
+        fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
+
+    val status = StatusLine(run.metrics, run.process, fleet.devices, out, terminal = System.console() != null)
+    val ticker = system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => status.tick())(using io)
+    fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
+
+    shutdown.addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind, "fleet-summary") { () =>
+      ticker.cancel()
+      val reason = shutdown.shutdownReason() match
+        case Some(DurationReached) => "duration reached"
+        case _ => "interrupted"
+      run.finish(reason).map { summary =>
+        status.close()
+        val file = Summary.write(summary, settings.resultsDir)
+        out.println(Summary.render(summary))
+        out.println(s"fleetsim: summary written to $file")
+        out.flush()
+        Done
+      }(using io)
+    }
+    Await.result(system.whenTerminated, Duration.Inf)
+    0

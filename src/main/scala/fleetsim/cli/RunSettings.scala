@@ -1,0 +1,43 @@
+package fleetsim.cli
+
+import com.typesafe.config.Config
+import fleetsim.controller.ControllerSettings
+import fleetsim.device.DeviceSettings
+import fleetsim.fleet.FleetSettings
+import fleetsim.transport.HttpSettings
+
+import java.nio.file.{Path, Paths}
+import java.time.LocalDateTime
+import java.time.format.DateTimeFormatter
+import java.util.concurrent.TimeUnit.MILLISECONDS
+import scala.concurrent.duration.*
+
+/** Everything a run needs, read from the layered config once.
+  *
+  * @param controllerUrl None embeds the reference controller
+  */
+final case class RunSettings(
+    fleet: FleetSettings,
+    device: DeviceSettings,
+    http: HttpSettings,
+    controller: ControllerSettings,
+    controllerUrl: Option[String],
+    resultsDir: Path,
+    statusInterval: FiniteDuration):
+  require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
+
+object RunSettings:
+  def apply(config: Config): RunSettings =
+    val run = config.getConfig("fleetsim.run")
+    val explicitDir = run.getString("results-dir")
+    val resultsDir =
+      if explicitDir.nonEmpty then Paths.get(explicitDir)
+      else Paths.get(run.getString("results-root"), LocalDateTime.now.format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
+    RunSettings(
+      fleet = FleetSettings(config),
+      device = DeviceSettings(config),
+      http = HttpSettings(config),
+      controller = ControllerSettings(config),
+      controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/")),
+      resultsDir = resultsDir,
+      statusInterval = FiniteDuration(run.getDuration("status-interval", MILLISECONDS), MILLISECONDS))

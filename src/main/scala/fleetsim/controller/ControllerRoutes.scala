@@ -1,0 +1,157 @@
+package fleetsim.controller
+
+import com.github.plokhotnyuk.jsoniter_scala.core.*
+import com.github.plokhotnyuk.jsoniter_scala.macros.*
+import fleetsim.protocol.*
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.http.scaladsl.model.*
+import org.apache.pekko.http.scaladsl.server.Directives.*
+import org.apache.pekko.http.scaladsl.server.{Directive0, Directive1, Route, StandardRoute}
+import org.apache.pekko.pattern.after
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.concurrent.ThreadLocalRandom
+import java.util.concurrent.atomic.AtomicReference
+import scala.concurrent.Future
+import scala.concurrent.duration.*
+
+/** Protocol v1 and the admin API over HTTP. Admin calls are answered only on loopback. */
+final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(using system: ActorSystem[?]):
+  import ControllerRoutes.{*, given}
+
+  @volatile private var faults = Faults()
+  private val configDocument = AtomicReference[(Long, Array[Byte])]((0L, Array.emptyByteArray))
+
+  def currentFaults: Faults = faults
+  def setFaults(f: Faults): Unit = faults = f
+
+  val route: Route = concat(pathPrefix("api" / "v1")(api), pathPrefix("admin")(loopbackOnly(admin)))
+
+  // ---- protocol v1 ----
+
+  private def api: Route = concat(
+    path("join") {
+      (post & faulty(MessageKind.Join) & entity(as[Array[Byte]])) { body =>
+        Protocol.parse[JoinRequest](body) match
+          case None => complete(StatusCodes.BadRequest, "expected {mac, serial, model, firmware}")
+          case Some(join) if registry.isForbidden(join.mac) => refuse(MessageKind.Join)
+          case Some(join) =>
+            registry.join(join.mac, join.serial, join.model, join.firmware)
+            accept(MessageKind.Join, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq))
+      }
+    },
+    pathPrefix("devices" / Segment) { mac =>
+      concat(
+        path("heartbeat") {
+          (post & faulty(MessageKind.Heartbeat) & joined(MessageKind.Heartbeat, mac) & entity(as[Array[Byte]])) { (device, body) =>
+            Protocol.parse[Heartbeat](body).foreach { beat =>
+              device.configSeq = beat.configSeq
+              device.state = beat.state
+            }
+            device.lastSeenMillis = System.currentTimeMillis()
+            accept(MessageKind.Heartbeat, HeartbeatReply(registry.configSeq))
+          }
+        },
+        path("stats" / Segment) { kind =>
+          if StatsKind.fromKey(kind).isEmpty then complete(StatusCodes.NotFound, s"no stats kind '$kind'")
+          else
+            (post & faulty(MessageKind.Stats) & joined(MessageKind.Stats, mac) & entity(as[Array[Byte]])) { (_, _) =>
+              registry.countReceived(MessageKind.Stats)
+              complete(StatusCodes.OK)
+            }
+        },
+        path("config") {
+          (get & faulty(MessageKind.Config) & joined(MessageKind.Config, mac)) { _ =>
+            registry.countReceived(MessageKind.Config)
+            complete(HttpEntity(ContentTypes.`application/json`, currentConfig()))
+          }
+        })
+    })
+
+  private def accept[A: JsonValueCodec](kind: MessageKind, reply: A): Route =
+    registry.countReceived(kind)
+    complete(HttpEntity(ContentTypes.`application/json`, writeToArray(reply)))
+
+  private def refuse(kind: MessageKind): StandardRoute =
+    registry.countRefused(kind)
+    complete(StatusCodes.Forbidden)
+
+  /** The device's record, or 403 when it has not joined or is forbidden: it must join (again). */
+  private def joined(kind: MessageKind, mac: String): Directive1[DeviceRecord] =
+    registry.find(mac).filter(_ => !registry.isForbidden(mac)) match
+      case Some(device) => provide(device)
+      case None => StandardRoute.toDirective(refuse(kind))
+
+  /** Applies the fault switches: added latency first, then an injected 500 at the error rate. */
+  private def faulty(kind: MessageKind): Directive0 =
+    val f = faults
+    val delayed: Directive0 =
+      if f.latencyMs == 0 then pass
+      else onSuccess(after(f.latencyMs.millis)(Future.unit))
+    delayed.tflatMap { _ =>
+      if f.errorRate > 0 && ThreadLocalRandom.current().nextDouble() < f.errorRate then
+        registry.countInjectedError(kind)
+        StandardRoute.toDirective(complete(StatusCodes.InternalServerError, "injected fault"))
+      else pass
+    }
+
+  /** The config document for the current seq, padded to the configured size; rendered once per seq. */
+  private def currentConfig(): Array[Byte] =
+    val seq = registry.configSeq
+    val cached = configDocument.get
+    if cached._1 == seq then cached._2
+    else
+      val head = s"""{"configSeq":$seq,"wlans":[{"ssid":"fleetsim","vlan":1}],"padding":""""
+      val padding = "x".repeat((settings.configBytes - head.length - 2).max(0))
+      val rendered = (head + padding + "\"}").getBytes(UTF_8)
+      configDocument.set(seq -> rendered)
+      rendered
+
+  // ---- admin ----
+
+  private def admin: Route = concat(
+    (path("counts") & get) {
+      complete(json(registry.counts))
+    },
+    (path("devices") & get & parameter("limit".as[Int].withDefault(100))) { limit =>
+      complete(json(registry.devicesView.take(limit).map((mac, d) => DeviceView(mac, d.state, d.configSeq, d.joins.sum)).toList))
+    },
+    (path("config" / "bump") & post) {
+      complete(json(HeartbeatReply(registry.bumpConfig())))
+    },
+    (path("devices" / Segment / "forbid") & post) { mac =>
+      registry.forbid(mac)
+      complete(StatusCodes.NoContent)
+    },
+    (path("devices" / Segment / "allow") & post) { mac =>
+      registry.allow(mac)
+      complete(StatusCodes.NoContent)
+    },
+    path("faults") {
+      concat(
+        get(complete(json(faults))),
+        (put & entity(as[Array[Byte]])) { body =>
+          try
+            setFaults(readFromArray[Faults](body))
+            complete(json(faults))
+          catch
+            case e: JsonReaderException => complete(StatusCodes.BadRequest, s"expected {errorRate, latencyMs}: ${e.getMessage}")
+            case e: IllegalArgumentException => complete(StatusCodes.BadRequest, e.getMessage)
+        })
+    })
+
+  private def loopbackOnly(inner: Route): Route =
+    extractClientIP { ip =>
+      if ip.toOption.exists(_.isLoopbackAddress) then inner
+      else complete(StatusCodes.Forbidden, "the admin API answers only on loopback")
+    }
+
+object ControllerRoutes:
+  final case class DeviceView(mac: String, state: String, configSeq: Long, joins: Long)
+
+  given JsonValueCodec[ControllerCounts] = JsonCodecMaker.make
+  given JsonValueCodec[Faults] = JsonCodecMaker.make
+  given JsonValueCodec[List[DeviceView]] = JsonCodecMaker.make
+
+  private def json[A: JsonValueCodec](a: A): HttpEntity.Strict =
+    HttpEntity(ContentTypes.`application/json`, writeToArray(a))

@@ -1,0 +1,32 @@
+package fleetsim.controller
+
+import com.typesafe.config.Config
+
+import java.util.concurrent.TimeUnit.MILLISECONDS
+import scala.concurrent.duration.*
+
+/** The reference controller's settings; the intervals are what it hands devices at join. */
+final case class ControllerSettings(
+    host: String,
+    port: Int,
+    heartbeatInterval: FiniteDuration,
+    statsInterval: FiniteDuration,
+    configBytes: Int,
+    idleTimeout: FiniteDuration):
+  require(port >= 0 && port <= 65535, "the controller port must be between 0 and 65535")
+  require(heartbeatInterval >= 1.second, "the heartbeat interval must be at least 1s")
+  require(statsInterval >= 1.second, "the stats interval must be at least 1s")
+  require(configBytes >= 0, "fleetsim.controller.config-size must not be negative")
+  require(idleTimeout > Duration.Zero, "fleetsim.controller.idle-timeout must be positive")
+
+object ControllerSettings:
+  def apply(config: Config): ControllerSettings =
+    val c = config.getConfig("fleetsim.controller")
+    def duration(key: String) = FiniteDuration(c.getDuration(key, MILLISECONDS), MILLISECONDS)
+    ControllerSettings(
+      host = c.getString("host"),
+      port = c.getInt("port"),
+      heartbeatInterval = duration("heartbeat-interval"),
+      statsInterval = duration("stats-interval"),
+      configBytes = c.getBytes("config-size").toInt,
+      idleTimeout = duration("idle-timeout"))

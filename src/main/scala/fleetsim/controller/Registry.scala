@@ -1,0 +1,69 @@
+package fleetsim.controller
+
+import fleetsim.protocol.MessageKind
+
+import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.{AtomicLong, LongAdder}
+import scala.collection.immutable.ListMap
+import scala.jdk.CollectionConverters.*
+
+/** What the reference controller knows of one joined device. Written by request threads, read by
+  * admin calls: fields are volatile, and a stale read is harmless.
+  */
+final class DeviceRecord(val serial: String, val model: String, val firmware: String):
+  @volatile var configSeq: Long = 0
+  @volatile var state: String = ""
+  @volatile var lastSeenMillis: Long = System.currentTimeMillis()
+  val joins = LongAdder()
+
+/** The controller's in-memory device registry and its tallies. Shared by request threads without
+  * an actor in between, so it is never a bottleneck for the fleet it serves.
+  */
+final class Registry:
+  private val devices = ConcurrentHashMap[String, DeviceRecord]()
+  private val forbidden = ConcurrentHashMap.newKeySet[String]()
+  private val seq = AtomicLong(1)
+  private val received = MessageKind.values.map(_ => LongAdder())
+  private val refused = MessageKind.values.map(_ => LongAdder())
+  private val injectedErrors = MessageKind.values.map(_ => LongAdder())
+
+  def configSeq: Long = seq.get
+  def bumpConfig(): Long = seq.incrementAndGet()
+
+  def forbid(mac: String): Unit =
+    forbidden.add(mac)
+    devices.remove(mac)
+  def allow(mac: String): Unit = forbidden.remove(mac)
+  def isForbidden(mac: String): Boolean = forbidden.contains(mac)
+
+  def join(mac: String, serial: String, model: String, firmware: String): Unit =
+    devices.computeIfAbsent(mac, _ => DeviceRecord(serial, model, firmware)).joins.increment()
+
+  /** A device that has not joined (or was forbidden, or the controller restarted) must join again. */
+  def find(mac: String): Option[DeviceRecord] = Option(devices.get(mac))
+
+  def devicesView: Iterator[(String, DeviceRecord)] = devices.entrySet.iterator.asScala.map(e => e.getKey -> e.getValue)
+  def registered: Int = devices.size
+  def forbiddenCount: Int = forbidden.size
+
+  def countReceived(kind: MessageKind): Unit = received(kind.ordinal).increment()
+  def countRefused(kind: MessageKind): Unit = refused(kind.ordinal).increment()
+  def countInjectedError(kind: MessageKind): Unit = injectedErrors(kind.ordinal).increment()
+
+  def counts: ControllerCounts =
+    def byKind(tallies: Array[LongAdder]) = ListMap.from(MessageKind.values.map(k => k.key -> tallies(k.ordinal).sum))
+    ControllerCounts(registered, forbiddenCount, configSeq, byKind(received), byKind(refused), byKind(injectedErrors))
+
+/** The controller's tallies by message kind: `received` counts calls answered 200. */
+final case class ControllerCounts(
+    registered: Int,
+    forbidden: Int,
+    configSeq: Long,
+    received: Map[String, Long],
+    refused: Map[String, Long],
+    injectedErrors: Map[String, Long])
+
+/** Fault switches, flipped at run time through the admin API. */
+final case class Faults(errorRate: Double = 0, latencyMs: Long = 0):
+  require(errorRate >= 0 && errorRate <= 1, "errorRate must be between 0 and 1")
+  require(latencyMs >= 0, "latencyMs must not be negative")

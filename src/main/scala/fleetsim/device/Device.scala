@@ -1,0 +1,189 @@
+package fleetsim.device
+
+import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
+import fleetsim.protocol.*
+import fleetsim.transport.{FailureReason, Reply, Request, Transport}
+import org.apache.pekko.actor.typed.scaladsl.{ActorContext, Behaviors, TimerScheduler}
+import org.apache.pekko.actor.typed.{Behavior, PostStop, PreRestart}
+
+import java.util.random.RandomGenerator
+import scala.concurrent.duration.*
+import scala.util.{Failure, Success}
+
+/** One simulated access point: joins the controller, reports on jittered timers, downloads new
+  * configuration, and recovers by itself from refusals and lost heartbeats. It owns nothing but its
+  * own lifecycle; a restart loses the session and the device simply joins again.
+  */
+object Device:
+  /** Devices take no commands from outside yet: they live until their fleet stops them. */
+  sealed trait Command
+
+  private case object RetryJoin extends Command
+  private case object HeartbeatDue extends Command
+  private case object StatsDue extends Command
+  // Replies carry the session they belong to, so replies from before a rejoin are ignored.
+  private final case class JoinReplied(reply: Reply) extends Command
+  private final case class HeartbeatReplied(session: Int, reply: Reply) extends Command
+  private final case class StatsReplied(session: Int, reply: Reply) extends Command
+  private final case class ConfigReplied(session: Int, reply: Reply) extends Command
+
+  def apply(
+      identity: Identity,
+      settings: DeviceSettings,
+      transport: Transport,
+      events: DeviceEvents,
+      random: RandomGenerator): Behavior[Command] =
+    Behaviors.setup { context =>
+      Behaviors.withTimers { timers =>
+        new Device(identity, settings, transport, events, random, context, timers).discovering(failures = 0, configSeq = 0)
+      }
+    }
+
+  /** What a device knows between a join and the next: intervals from the join reply, the latest
+    * config it applied and the latest one the controller announced.
+    */
+  private final case class Session(
+      number: Int,
+      heartbeatInterval: FiniteDuration,
+      statsInterval: FiniteDuration,
+      configSeq: Long,
+      announcedSeq: Long,
+      heartbeatSeq: Long = 0,
+      lostHeartbeats: Int = 0)
+
+private final class Device(
+    identity: Identity,
+    settings: DeviceSettings,
+    transport: Transport,
+    events: DeviceEvents,
+    random: RandomGenerator,
+    context: ActorContext[Device.Command],
+    timers: TimerScheduler[Device.Command]):
+  import Device.*
+  import DeviceState.*
+
+  private val startedAt = System.nanoTime()
+  private val joinBody = writeToArray(JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware))
+  private var state: Option[DeviceState] = None
+  private var sessions = 0
+
+  // ---- states ----
+
+  private def discovering(failures: Int, configSeq: Long): Behavior[Command] =
+    send(Request(MessageKind.Join, Protocol.joinPath, Some(joinBody)))(JoinReplied(_))
+    in(Discovering) {
+      case JoinReplied(Reply.Ok(body)) =>
+        Protocol.parse[JoinReply](body) match
+          case Some(join) => startSession(join, configSeq)
+          case None => backingOff(failures, configSeq)
+      case JoinReplied(Reply.Forbidden) =>
+        // Not admitted: stay Discovering and ask again later, more slowly each time.
+        timers.startSingleTimer(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
+        Behaviors.same
+      case JoinReplied(Reply.Failed(_)) => backingOff(failures, configSeq)
+      case RetryJoin => discovering(failures + 1, configSeq)
+      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied => Behaviors.same // from an old session
+      case HeartbeatDue | StatsDue => Behaviors.unhandled
+    }
+
+  private def backingOff(failures: Int, configSeq: Long): Behavior[Command] =
+    timers.cancelAll()
+    timers.startSingleTimer(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
+    in(Backoff) {
+      case RetryJoin => discovering(failures + 1, configSeq)
+      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied => Behaviors.same // from an old session
+      case HeartbeatDue | StatsDue | _: JoinReplied => Behaviors.unhandled
+    }
+
+  private def reporting(s: Session): Behavior[Command] =
+    in(Reporting)(online(s, reporting) orElse {
+      case ConfigReplied(_, _) => Behaviors.same // a download that lost a race with a rejoin
+    })
+
+  private def configDownloading(s: Session): Behavior[Command] =
+    in(ConfigDownloading)(online(s, configDownloading) orElse {
+      case ConfigReplied(n, _) if n != s.number => Behaviors.same
+      case ConfigReplied(_, Reply.Ok(body)) =>
+        Protocol.parse[ConfigHeader](body) match
+          case Some(config) => reporting(s.copy(configSeq = config.configSeq))
+          case None => reporting(s) // the next heartbeat reply announces it again
+      case ConfigReplied(_, Reply.Forbidden) => refused()
+      case ConfigReplied(_, Reply.Failed(_)) => reporting(s)
+    })
+
+  /** What Reporting and ConfigDownloading share: the periodic jobs and their replies. */
+  private def online(s: Session, stay: Session => Behavior[Command]): PartialFunction[Command, Behavior[Command]] =
+    case HeartbeatDue =>
+      val seq = s.heartbeatSeq + 1
+      val beat = Heartbeat(seq, uptimeS, state.fold("")(_.toString), s.configSeq)
+      send(Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
+      timers.startSingleTimer(HeartbeatDue, settings.jittered(s.heartbeatInterval, random.nextDouble()))
+      stay(s.copy(heartbeatSeq = seq))
+    case StatsDue =>
+      StatsKind.values.foreach { kind =>
+        send(Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
+      }
+      timers.startSingleTimer(StatsDue, settings.jittered(s.statsInterval, random.nextDouble()))
+      Behaviors.same
+    case HeartbeatReplied(n, _) if n != s.number => Behaviors.same
+    case HeartbeatReplied(_, Reply.Ok(body)) =>
+      val announced = Protocol.parse[HeartbeatReply](body).fold(s.announcedSeq)(_.configSeq)
+      val next = s.copy(lostHeartbeats = 0, announcedSeq = announced.max(s.announcedSeq))
+      if state.contains(Reporting) && next.announcedSeq > next.configSeq then startDownload(next) else stay(next)
+    case HeartbeatReplied(_, Reply.Forbidden) => refused()
+    case HeartbeatReplied(_, Reply.Failed(_)) =>
+      val lost = s.lostHeartbeats + 1
+      if lost >= settings.maxLostHeartbeats then backingOff(failures = 0, s.configSeq)
+      else stay(s.copy(lostHeartbeats = lost))
+    case StatsReplied(n, Reply.Forbidden) if n == s.number => refused()
+    case StatsReplied(_, _) => Behaviors.same // counted by the transport's metrics; nothing to decide
+    case RetryJoin | _: JoinReplied => Behaviors.unhandled
+
+  // ---- transitions ----
+
+  private def startSession(join: JoinReply, configSeq: Long): Behavior[Command] =
+    sessions += 1
+    val s = Session(sessions, join.heartbeatIntervalS.max(1).seconds, join.statsIntervalS.max(1).seconds, configSeq, join.configSeq)
+    // Random phase: a fleet that joined together must not report together.
+    timers.startSingleTimer(HeartbeatDue, (s.heartbeatInterval.toMillis * random.nextDouble()).toLong.millis)
+    timers.startSingleTimer(StatsDue, (s.statsInterval.toMillis * random.nextDouble()).toLong.millis)
+    if s.announcedSeq > s.configSeq then startDownload(s) else reporting(s)
+
+  private def startDownload(s: Session): Behavior[Command] =
+    send(Request(MessageKind.Config, Protocol.configPath(identity.mac), None))(ConfigReplied(s.number, _))
+    configDownloading(s)
+
+  /** 403 from any call: forget the session and config, and join again. */
+  private def refused(): Behavior[Command] =
+    timers.cancelAll()
+    discovering(failures = 0, configSeq = 0)
+
+  // ---- plumbing ----
+
+  /** The behaviour of one state; entering it is reported once, and so is stopping in it. */
+  private def in(next: DeviceState)(handle: Command => Behavior[Command]): Behavior[Command] =
+    if !state.contains(next) then
+      events.moved(state, next)
+      state = Some(next)
+    Behaviors
+      .receiveMessage[Command](handle)
+      .receiveSignal { case (_, PostStop | PreRestart) =>
+        events.stopped(next)
+        Behaviors.same
+      }
+
+  /** Every async result comes back as a message, success or failure. */
+  private def send(request: Request)(reply: Reply => Command): Unit =
+    context.pipeToSelf(transport.send(request)) {
+      case Success(r) => reply(r)
+      case Failure(_) => reply(Reply.Failed(FailureReason.ProtocolError))
+    }
+
+  private def uptimeS: Long = (System.nanoTime() - startedAt) / 1_000_000_000L
+
+  private def statsBody(kind: StatsKind): Array[Byte] =
+    val figures = kind match
+      case StatsKind.System => s""""cpuPct":${random.nextInt(100)},"memFreeKb":${random.nextInt(1 << 20)}"""
+      case StatsKind.Radio => s""""channel":${1 + random.nextInt(11)},"noiseDbm":${-95 + random.nextInt(10)}"""
+      case StatsKind.Clients => s""""clients":${random.nextInt(64)}"""
+    s"""{"mac":"${identity.mac}","uptimeS":$uptimeS,$figures}""".getBytes(java.nio.charset.StandardCharsets.UTF_8)

@@ -1,0 +1,17 @@
+package fleetsim.device
+
+/** The lifecycle states, named as in the design notes and the summary. */
+enum DeviceState:
+  case Discovering, Tunneling, Reporting, ConfigDownloading, Backoff
+
+/** What a device tells the world about itself. Implemented by the metrics package; called from
+  * device actors, so implementations must be thread-safe and must not block.
+  */
+trait DeviceEvents:
+  /** The device moved from one state to another; `from` is None for a device that just started. */
+  def moved(from: Option[DeviceState], to: DeviceState): Unit
+  /** The device stopped while in `state`. */
+  def stopped(state: DeviceState): Unit
+
+/** Who a device is: what it sends at join. */
+final case class Identity(mac: String, serial: String, model: String, firmware: String)

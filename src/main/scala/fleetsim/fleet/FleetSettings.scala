@@ -1,0 +1,51 @@
+package fleetsim.fleet
+
+import com.typesafe.config.Config
+import fleetsim.device.Identity
+
+import java.util.concurrent.TimeUnit.MILLISECONDS
+import scala.concurrent.duration.*
+
+/** What fleet to run: how many devices, how fast they start, for how long, and who they are.
+  *
+  * @param duration None runs until stopped
+  */
+final case class FleetSettings(
+    devices: Int,
+    rampRate: Double,
+    duration: Option[FiniteDuration],
+    macBase: Long,
+    model: String,
+    firmware: String):
+  require(devices >= 1, s"fleetsim.fleet.devices must be at least 1 (got $devices)")
+  require(rampRate > 0, s"fleetsim.fleet.ramp-rate must be positive (got $rampRate)")
+  require(macBase + devices <= FleetSettings.MaxMac, "fleetsim.fleet.mac-base plus the number of devices runs past ff:ff:ff:ff:ff:ff")
+
+  /** Device i's identity: MAC = base + i, a serial from i, the fleet's model and firmware. */
+  def identity(i: Int): Identity =
+    Identity(FleetSettings.formatMac(macBase + i), f"FS$i%010d", model, firmware)
+
+object FleetSettings:
+  private val MaxMac = 0xffffffffffffL
+
+  def apply(config: Config): FleetSettings =
+    val c = config.getConfig("fleetsim.fleet")
+    val duration = FiniteDuration(c.getDuration("duration", MILLISECONDS), MILLISECONDS)
+    require(duration >= Duration.Zero, "fleetsim.fleet.duration must not be negative")
+    FleetSettings(
+      devices = c.getInt("devices"),
+      rampRate = c.getDouble("ramp-rate"),
+      duration = Option.when(duration > Duration.Zero)(duration),
+      macBase = parseMac(c.getString("mac-base")),
+      model = c.getString("model"),
+      firmware = c.getString("firmware"))
+
+  def parseMac(text: String): Long =
+    val parts = text.split(':')
+    require(
+      parts.length == 6 && parts.forall(_.matches("[0-9a-fA-F]{2}")),
+      s"fleetsim.fleet.mac-base must look like 02:00:00:00:00:00 (got '$text')")
+    parts.foldLeft(0L)((acc, part) => (acc << 8) | Integer.parseInt(part, 16))
+
+  def formatMac(mac: Long): String =
+    (40 to 0 by -8).map(shift => f"${(mac >> shift) & 0xff}%02x").mkString(":")

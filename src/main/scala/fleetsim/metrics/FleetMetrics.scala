@@ -1,0 +1,87 @@
+package fleetsim.metrics
+
+import fleetsim.device.{DeviceEvents, DeviceState}
+import fleetsim.protocol.MessageKind
+import fleetsim.transport.{FailureReason, Reply}
+import org.HdrHistogram.{Histogram, Recorder}
+
+import java.util.concurrent.atomic.LongAdder
+
+/** The fleet's figures, kept by group (state, message kind, outcome), never per device, so their
+  * number does not grow with the fleet. Writers are lock-free; [[snapshot]] is for one reader.
+  */
+final class FleetMetrics extends DeviceEvents:
+  private val states = Array.fill(DeviceState.values.length)(LongAdder())
+  private val kinds = MessageKind.values.map(_ => KindCounters())
+
+  private final class KindCounters:
+    val sent = LongAdder()
+    val ok = LongAdder()
+    val forbidden = LongAdder()
+    val failed = FailureReason.values.map(_ => LongAdder())
+    val inFlight = LongAdder()
+    val latencyMicros = Recorder(3)
+    val total = Histogram(3)
+
+  def moved(from: Option[DeviceState], to: DeviceState): Unit =
+    from.foreach(s => states(s.ordinal).decrement())
+    states(to.ordinal).increment()
+
+  def stopped(state: DeviceState): Unit = states(state.ordinal).decrement()
+
+  def sent(kind: MessageKind): Unit =
+    val k = kinds(kind.ordinal)
+    k.sent.increment()
+    k.inFlight.increment()
+
+  def replied(kind: MessageKind, reply: Reply, latencyNanos: Long): Unit =
+    val k = kinds(kind.ordinal)
+    reply match
+      case Reply.Ok(_) => k.ok.increment()
+      case Reply.Forbidden => k.forbidden.increment()
+      case Reply.Failed(reason) => k.failed(reason.ordinal).increment()
+    k.latencyMicros.recordValue((latencyNanos / 1000).max(0))
+    k.inFlight.decrement()
+
+  /** Requests sent and not yet answered, across all kinds. */
+  def inFlight: Long = kinds.map(_.inFlight.sum).sum
+
+  /** Devices per state right now. */
+  def devicesByState: Map[DeviceState, Long] = DeviceState.values.map(s => s -> states(s.ordinal).sum).toMap
+
+  /** Counts so far, and latencies both since the previous snapshot and since the start. */
+  def snapshot(): MetricsSnapshot = synchronized {
+    val byKind = MessageKind.values.map { kind =>
+      val k = kinds(kind.ordinal)
+      val interval = k.latencyMicros.getIntervalHistogram()
+      k.total.add(interval)
+      kind -> KindSnapshot(
+        sent = k.sent.sum,
+        ok = k.ok.sum,
+        forbidden = k.forbidden.sum,
+        failures = FailureReason.values.map(r => r -> k.failed(r.ordinal).sum).toMap,
+        recent = Latency.of(interval),
+        overall = Latency.of(k.total))
+    }.toMap
+    MetricsSnapshot(devicesByState, byKind)
+  }
+
+/** Latency percentiles in milliseconds. */
+final case class Latency(p50: Double, p99: Double, max: Double, count: Long)
+object Latency:
+  def of(h: Histogram): Latency =
+    def ms(micros: Long) = math.round(micros / 10.0) / 100.0
+    Latency(ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(99)), ms(h.getMaxValue), h.getTotalCount)
+
+final case class KindSnapshot(
+    sent: Long,
+    ok: Long,
+    forbidden: Long,
+    failures: Map[FailureReason, Long],
+    recent: Latency,
+    overall: Latency):
+  def failed: Long = failures.values.sum
+
+final case class MetricsSnapshot(byState: Map[DeviceState, Long], byKind: Map[MessageKind, KindSnapshot]):
+  def devices: Long = byState.values.sum
+  def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum

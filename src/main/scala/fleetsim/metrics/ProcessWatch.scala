@@ -1,0 +1,27 @@
+package fleetsim.metrics
+
+import java.lang.management.ManagementFactory
+
+/** The simulator process itself: threads and heap, sampled by whoever keeps time (the status line). */
+final class ProcessWatch:
+  private val threads = ManagementFactory.getThreadMXBean
+  private val memory = ManagementFactory.getMemoryMXBean
+  @volatile private var heapPeak = 0L
+
+  /** Takes a heap sample; call it regularly (every status tick) to keep the peak honest. */
+  def sample(): ProcessFigures =
+    val heap = memory.getHeapMemoryUsage.getUsed
+    if heap > heapPeak then heapPeak = heap
+    ProcessFigures(threads.getThreadCount, threads.getPeakThreadCount, heap, heapPeak)
+
+final case class ProcessFigures(threads: Int, threadsPeak: Int, heapUsedBytes: Long, heapUsedPeakBytes: Long)
+
+object ProcessWatch:
+  /** The process's open-file limit, as `ulimit -n` shows it (None where the JVM cannot tell). */
+  def openFileLimit: Option[Long] = ManagementFactory.getOperatingSystemMXBean match
+    case unix: com.sun.management.UnixOperatingSystemMXBean => Some(unix.getMaxFileDescriptorCount)
+    case _ => None
+
+  def openFiles: Option[Long] = ManagementFactory.getOperatingSystemMXBean match
+    case unix: com.sun.management.UnixOperatingSystemMXBean => Some(unix.getOpenFileDescriptorCount)
+    case _ => None

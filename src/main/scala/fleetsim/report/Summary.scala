@@ -1,0 +1,90 @@
+package fleetsim.report
+
+import com.github.plokhotnyuk.jsoniter_scala.core.*
+import com.github.plokhotnyuk.jsoniter_scala.macros.*
+import fleetsim.controller.ControllerCounts
+import fleetsim.device.DeviceState
+import fleetsim.metrics.{Latency, MetricsSnapshot, ProcessFigures}
+import fleetsim.protocol.MessageKind
+import fleetsim.transport.FailureReason
+
+import java.nio.file.{Files, Path}
+import scala.collection.immutable.ListMap
+
+/** summary.json: what a run did, for people and for scripts. Field names are a public contract. */
+final case class Summary(
+    run: RunInfo,
+    devices: DevicesSummary,
+    messages: Map[String, MessageCounts],
+    latencyMs: Map[String, LatencySummary],
+    process: ProcessSummary,
+    controller: Option[ControllerSummary])
+
+final case class RunInfo(
+    startedAt: String,
+    endedAt: String,
+    durationS: Double,
+    stopReason: String,
+    controllerUrl: String,
+    controllerEmbedded: Boolean,
+    transport: String)
+final case class DevicesSummary(target: Int, started: Int, byState: Map[String, Long])
+final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Long, failures: Map[String, Long])
+final case class LatencySummary(p50: Double, p99: Double, max: Double)
+final case class ProcessSummary(threadsPeak: Int, heapUsedPeakBytes: Long)
+final case class ControllerSummary(
+    registeredDevices: Int,
+    configSeq: Long,
+    received: Map[String, Long],
+    refused: Map[String, Long],
+    injectedErrors: Map[String, Long])
+
+object Summary:
+  given JsonValueCodec[Summary] = JsonCodecMaker.make
+
+  /** Folds the end-of-run figures into a summary. `byState` is taken before devices stopped. */
+  def of(
+      run: RunInfo,
+      target: Int,
+      started: Int,
+      byState: Map[DeviceState, Long],
+      metrics: MetricsSnapshot,
+      process: ProcessFigures,
+      controller: Option[ControllerCounts]): Summary =
+    def byKind[A](f: MessageKind => A) = ListMap.from(MessageKind.values.map(k => k.key -> f(k)))
+    Summary(
+      run,
+      DevicesSummary(target, started, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
+      byKind { kind =>
+        val k = metrics.byKind(kind)
+        MessageCounts(k.sent, k.ok, k.forbidden, k.failed, ListMap.from(FailureReason.values.map(r => r.key -> k.failures(r)).filter(_._2 > 0)))
+      },
+      byKind(kind => latencySummary(metrics.byKind(kind).overall)),
+      ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
+      controller.map(c => ControllerSummary(c.registered, c.configSeq, c.received, c.refused, c.injectedErrors)))
+
+  private def latencySummary(l: Latency) = LatencySummary(l.p50, l.p99, l.max)
+
+  def write(summary: Summary, dir: Path): Path =
+    Files.createDirectories(dir)
+    val file = dir.resolve("summary.json")
+    Files.write(file, writeToArray(summary, WriterConfig.withIndentionStep(2)))
+    file
+
+  def read(file: Path): Summary = readFromArray[Summary](Files.readAllBytes(file))
+
+  /** The summary for people: a few lines, the same figures as the file. */
+  def render(s: Summary): String =
+    val lines = Seq.newBuilder[String]
+    lines += f"fleetsim: ${s.run.stopReason} after ${s.run.durationS}%.1f s, ${s.devices.started} of ${s.devices.target} devices started"
+    lines += "  devices: " + s.devices.byState.map((k, v) => s"$k $v").mkString(", ")
+    lines += f"  ${"kind"}%-10s ${"sent"}%10s ${"ok"}%10s ${"403"}%8s ${"failed"}%8s ${"p50 ms"}%8s ${"p99 ms"}%8s ${"max ms"}%8s"
+    s.messages.foreach { (kind, m) =>
+      val l = s.latencyMs(kind)
+      lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${l.p50}%8.2f ${l.p99}%8.2f ${l.max}%8.2f"
+    }
+    s.controller.foreach { c =>
+      lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registeredDevices} registered"
+    }
+    lines += f"  process: peak ${s.process.threadsPeak} threads, peak heap ${s.process.heapUsedPeakBytes / 1048576.0}%.0f MiB"
+    lines.result().mkString("\n")

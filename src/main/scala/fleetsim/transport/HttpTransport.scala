@@ -1,0 +1,90 @@
+package fleetsim.transport
+
+import com.typesafe.config.Config
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.http.scaladsl.Http
+import org.apache.pekko.http.scaladsl.model.*
+import org.apache.pekko.http.scaladsl.settings.{ClientConnectionSettings, ConnectionPoolSettings}
+import org.apache.pekko.pattern.after
+import org.apache.pekko.stream.StreamTcpException
+
+import java.util.concurrent.TimeUnit.MILLISECONDS
+import scala.concurrent.duration.*
+import scala.concurrent.{ExecutionContext, Future}
+import scala.util.control.NonFatal
+
+/** The HTTP client settings. Pekko HTTP's own defaults (4 connections, 5 silent retries, no
+  * request timeout) would hide what a simulator must show, so each one is chosen here.
+  *
+  * @param maxConnections connections to the controller shared by the whole fleet; None = fitted to it
+  */
+final case class HttpSettings(
+    maxConnections: Option[Int],
+    requestTimeout: FiniteDuration,
+    connectTimeout: FiniteDuration,
+    keepAliveTimeout: FiniteDuration):
+  require(maxConnections.forall(_ >= 1), "fleetsim.http.max-connections must be at least 1, or auto")
+  require(requestTimeout > Duration.Zero, "fleetsim.http.request-timeout must be positive")
+  require(connectTimeout > Duration.Zero, "fleetsim.http.connect-timeout must be positive")
+  require(keepAliveTimeout > Duration.Zero, "fleetsim.http.keep-alive-timeout must be positive")
+
+  /** The pool size for a fleet: a connection per ten devices, at least 8 and at most 512. */
+  def connectionsFor(devices: Int): Int = maxConnections.getOrElse((devices / 10).max(8).min(512))
+
+object HttpSettings:
+  def apply(config: Config): HttpSettings =
+    val c = config.getConfig("fleetsim.http")
+    def duration(key: String) = FiniteDuration(c.getDuration(key, MILLISECONDS), MILLISECONDS)
+    HttpSettings(
+      maxConnections = if c.getString("max-connections") == "auto" then None else Some(c.getInt("max-connections")),
+      requestTimeout = duration("request-timeout"),
+      connectTimeout = duration("connect-timeout"),
+      keepAliveTimeout = duration("keep-alive-timeout"))
+
+/** One pooled Pekko HTTP client for the whole fleet. Every response entity is consumed, error
+  * replies included, or the pool would stall.
+  */
+final class HttpTransport(base: Uri, settings: HttpSettings, devices: Int)(using system: ActorSystem[?])
+    extends Transport:
+  private given ExecutionContext = system.executionContext
+  private val http = Http(system.classicSystem)
+  private val origin = base.toString.stripSuffix("/")
+  private val connections = settings.connectionsFor(devices)
+
+  private val pool = ConnectionPoolSettings(system)
+    .withMaxConnections(connections)
+    .withMaxRetries(0) // devices retry on their own schedule, visibly
+    .withMaxOpenRequests(Integer.highestOneBit((devices * 2).max(64) - 1) << 1) // a power of two
+    .withKeepAliveTimeout(settings.keepAliveTimeout) // below the server's idle timeout
+    .withBaseConnectionBackoff(Duration.Zero)
+    .withConnectionSettings(
+      ClientConnectionSettings(system)
+        .withConnectingTimeout(settings.connectTimeout)
+        .withIdleTimeout(settings.requestTimeout * 2))
+
+  /** Connections this transport may hold open at once, for the descriptor budget. */
+  def maxConnections: Int = connections
+
+  def send(request: Request): Future[Reply] =
+    val httpRequest = request.body match
+      case Some(json) => HttpRequest(HttpMethods.POST, Uri(origin + request.path), entity = HttpEntity(ContentTypes.`application/json`, json))
+      case None => HttpRequest(HttpMethods.GET, Uri(origin + request.path))
+    val reply = http
+      .singleRequest(httpRequest, settings = pool)
+      .flatMap(readReply)
+      .recover(failure)
+    Future.firstCompletedOf(Seq(reply, after(settings.requestTimeout)(Future.successful(Reply.Failed(FailureReason.TimedOut)))))
+
+  private def readReply(response: HttpResponse): Future[Reply] = response.status match
+    case StatusCodes.OK => response.entity.toStrict(settings.requestTimeout).map(e => Reply.Ok(e.data.toArray))
+    case StatusCodes.Forbidden => response.discardEntityBytes().future.map(_ => Reply.Forbidden)
+    case _ => response.discardEntityBytes().future.map(_ => Reply.Failed(FailureReason.Rejected))
+
+  private val failure: PartialFunction[Throwable, Reply] =
+    case _: StreamTcpException => Reply.Failed(FailureReason.ConnectFailed)
+    case _: org.apache.pekko.stream.BufferOverflowException => Reply.Failed(FailureReason.Overloaded)
+    case _: java.util.concurrent.TimeoutException => Reply.Failed(FailureReason.TimedOut)
+    case NonFatal(_) => Reply.Failed(FailureReason.ProtocolError)
+
+  def close(): Future[Done] = http.shutdownAllConnectionPools().map(_ => Done)

@@ -1,0 +1,36 @@
+package fleetsim.transport
+
+import fleetsim.protocol.MessageKind
+import org.apache.pekko.Done
+
+import scala.concurrent.Future
+
+/** One call a device makes: GET when there is no body, POST with a JSON body otherwise. */
+final case class Request(kind: MessageKind, path: String, body: Option[Array[Byte]])
+
+/** The outcome of a call, as data: a transport's future never fails. */
+sealed trait Reply
+object Reply:
+  final case class Ok(body: Array[Byte]) extends Reply
+  case object Forbidden extends Reply
+  final case class Failed(reason: FailureReason) extends Reply
+
+/** Why a call failed, in terms a device and a reader of the summary can act on. */
+enum FailureReason(val key: String):
+  /** No connection could be made: the controller is down or unreachable. */
+  case ConnectFailed extends FailureReason("connectFailed")
+  /** No complete reply within the request timeout. */
+  case TimedOut extends FailureReason("timedOut")
+  /** The controller answered with a status other than 200 or 403. */
+  case Rejected extends FailureReason("rejected")
+  /** The simulator's own client queue was full: the simulator, not the controller, is the limit. */
+  case Overloaded extends FailureReason("overloaded")
+  /** Anything else: a broken connection, a reply that is not protocol v1. */
+  case ProtocolError extends FailureReason("protocolError")
+
+/** How devices reach a controller. Implementations are shared and asynchronous; devices never see
+  * a library exception, only a [[Reply]].
+  */
+trait Transport:
+  def send(request: Request): Future[Reply]
+  def close(): Future[Done]

@@ -1,0 +1,46 @@
+package fleetsim.cli
+
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.nio.file.Files
+
+/** Flags, environment variables and config files layered into one Config. */
+class OptionsSpec extends AnyWordSpec:
+  private def settings(args: String*)(env: (String, String)*) =
+    Options.parse("run", RunCommand.Flags, args.toList, env.toMap) match
+      case Parsed.Settings(c) => c
+      case Parsed.Help(_) => fail("expected settings")
+
+  private def error(args: String*): String = intercept[UsageError](settings(args*)()).getMessage
+
+  "Options" should {
+    "layer flag over environment over config file over reference.conf" in {
+      val file = Files.createTempFile("fleetsim", ".conf")
+      Files.writeString(file, "fleetsim.fleet { devices = 7, ramp-rate = 3 }\nfleetsim.http.request-timeout = 9s")
+      val c = settings("--config", file.toString, "--devices=42")("FLEETSIM_RAMP_RATE" -> "11", "FLEETSIM_DEVICES" -> "5")
+      assert(c.getInt("fleetsim.fleet.devices") == 42)
+      assert(c.getDouble("fleetsim.fleet.ramp-rate") == 11)
+      assert(c.getString("fleetsim.http.request-timeout") == "9s")
+      assert(c.getString("fleetsim.device.jitter") == "0.1")
+    }
+    "say what is wrong with a bad value, naming the flag and what it expects" in {
+      assert(error("--devices", "-5") == "--devices: '-5' is not a whole number of at least 1, like 1000")
+      assert(error("--duration", "soon").startsWith("--duration: 'soon' is not a duration"))
+      assert(error("--controller", "localhost:80").contains("http://127.0.0.1:8080"))
+      assert(error("--devices").contains("needs a value"))
+    }
+    "suggest the flag a typo was meant to be" in {
+      assert(error("--devcies", "5") == "unknown flag --devcies (did you mean --devices?)")
+      assert(error("--frobnicate", "5") == "unknown flag --frobnicate")
+    }
+    "name an unreadable config file" in {
+      assert(error("--config", "/nonexistent/fleet.conf").contains("/nonexistent/fleet.conf"))
+    }
+    "list every flag with its default in --help" in {
+      Options.parse("run", RunCommand.Flags, List("--help")) match
+        case Parsed.Help(text) =>
+          RunCommand.Flags.foreach(f => assert(text.contains(s"--${f.name}")))
+          assert(text.contains("(default: 100)"))
+        case _ => fail("expected help")
+    }
+  }

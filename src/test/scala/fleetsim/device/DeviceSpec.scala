@@ -1,0 +1,157 @@
+package fleetsim.device
+
+import com.github.plokhotnyuk.jsoniter_scala.core.*
+import fleetsim.protocol.*
+import fleetsim.transport.{FailureReason, Reply, Request, Transport}
+import org.apache.pekko.Done
+import org.apache.pekko.actor.testkit.typed.scaladsl.{ManualTime, ScalaTestWithActorTestKit, TestProbe}
+import org.apache.pekko.actor.typed.ActorRef
+import org.scalatest.wordspec.AnyWordSpecLike
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.random.RandomGenerator
+import scala.concurrent.duration.*
+import scala.concurrent.{Future, Promise}
+
+/** The device state machine, one transition at a time: a scripted transport answers each call,
+  * and time is stepped with ManualTime.
+  */
+class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWordSpecLike:
+  import DeviceState.*
+
+  private val manualTime = ManualTime()
+  private val settings = DeviceSettings(maxLostHeartbeats = 3, jitter = 0.1, backoff = BackoffSettings(1.second, 60.seconds))
+  private val identity = Identity("02:00:00:00:00:07", "FS0000000007", "FS-AP-100", "1.0.0")
+  /** Always 0.5: phases land mid-interval, jitter is zero, a backoff is half its ceiling. */
+  private val half: RandomGenerator = () => Long.MinValue // nextDouble() takes the top 53 bits: 0.5
+
+  private final case class Call(request: Request, reply: Promise[Reply]):
+    def answer(r: Reply): Unit = reply.success(r)
+    def ok[A: JsonValueCodec](body: A): Unit = answer(Reply.Ok(writeToArray(body)))
+    def bodyAs[A: JsonValueCodec]: A = readFromArray[A](request.body.get)
+
+  private final case class Moved(from: Option[DeviceState], to: DeviceState)
+
+  private final class ScriptedTransport(calls: ActorRef[Call]) extends Transport:
+    def send(request: Request): Future[Reply] =
+      val reply = Promise[Reply]()
+      calls ! Call(request, reply)
+      reply.future
+    def close(): Future[Done] = Future.successful(Done)
+
+  private final class Probed(moves: ActorRef[Moved]) extends DeviceEvents:
+    def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
+    def stopped(state: DeviceState): Unit = ()
+
+  private class Fixture:
+    val calls = TestProbe[Call]()
+    val moves = TestProbe[Moved]()
+    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), Probed(moves.ref), half))
+    moves.expectMessage(Moved(None, Discovering))
+
+    def nextCall(kind: MessageKind): Call =
+      val call = calls.expectMessageType[Call]
+      assert(call.request.kind == kind, s"expected a $kind call, got ${call.request}")
+      call
+
+    def expectMove(from: DeviceState, to: DeviceState): Unit = moves.expectMessage(Moved(Some(from), to))
+
+    /** Joins with config seq 1 and downloads it: the device ends up Reporting with seq 1. */
+    def joinAndDownload(heartbeatS: Int = 10, statsS: Int = 1000): Unit =
+      nextCall(MessageKind.Join).ok(JoinReply(heartbeatS, statsS, configSeq = 1))
+      expectMove(Discovering, ConfigDownloading)
+      nextCall(MessageKind.Config).ok(ConfigHeader(1))
+      expectMove(ConfigDownloading, Reporting)
+
+    def heartbeatDue(heartbeatS: Int = 10): Call =
+      manualTime.timePasses((heartbeatS * 1000 / 2).millis) // phase 0.5 of the interval
+      nextCall(MessageKind.Heartbeat)
+
+  "A device" should {
+    "join, download the announced config and report it in its heartbeats" in new Fixture:
+      val join = nextCall(MessageKind.Join)
+      assert(join.bodyAs[JoinRequest] == JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware))
+      join.ok(JoinReply(10, 30, configSeq = 1))
+      expectMove(Discovering, ConfigDownloading)
+      val download = nextCall(MessageKind.Config)
+      assert(download.request.path == Protocol.configPath(identity.mac) && download.request.body.isEmpty)
+      download.ok(ConfigHeader(1))
+      expectMove(ConfigDownloading, Reporting)
+      val beat = heartbeatDue()
+      assert(beat.bodyAs[Heartbeat].configSeq == 1)
+      assert(beat.bodyAs[Heartbeat].seq == 1)
+      assert(beat.bodyAs[Heartbeat].state == "Reporting")
+
+    "send a stats round as one POST per kind" in new Fixture:
+      joinAndDownload(heartbeatS = 100, statsS = 30) // the heartbeat's phase (50 s) comes after the stats' (15 s)
+      manualTime.timePasses(15.seconds)
+      val round = (1 to 3).map(_ => nextCall(MessageKind.Stats))
+      assert(round.map(_.request.path).toSet == StatsKind.values.map(Protocol.statsPath(identity.mac, _)).toSet)
+
+    "go to ConfigDownloading when a heartbeat reply announces a newer config, then report the new seq" in new Fixture:
+      joinAndDownload()
+      heartbeatDue().ok(HeartbeatReply(2))
+      expectMove(Reporting, ConfigDownloading)
+      nextCall(MessageKind.Config).ok(ConfigHeader(2))
+      expectMove(ConfigDownloading, Reporting)
+      manualTime.timePasses(10.seconds)
+      assert(nextCall(MessageKind.Heartbeat).bodyAs[Heartbeat].configSeq == 2)
+
+    "back off after a failed join, then join again" in new Fixture:
+      nextCall(MessageKind.Join).answer(Reply.Failed(FailureReason.ConnectFailed))
+      expectMove(Discovering, Backoff)
+      manualTime.expectNoMessageFor(400.millis, calls) // first backoff: uniform in [0, 1 s], here 0.5 s
+      manualTime.timePasses(100.millis)
+      expectMove(Backoff, Discovering)
+      nextCall(MessageKind.Join)
+
+    "stay Discovering and ask again later when the join is refused" in new Fixture:
+      nextCall(MessageKind.Join).answer(Reply.Forbidden)
+      manualTime.timePasses(500.millis)
+      nextCall(MessageKind.Join)
+      moves.expectNoMessage(50.millis)
+
+    "return to Discovering with its state reset on 403 from a heartbeat" in new Fixture:
+      joinAndDownload()
+      heartbeatDue().answer(Reply.Forbidden)
+      expectMove(Reporting, Discovering)
+      // It forgot its config: seq 1 is new to it again.
+      nextCall(MessageKind.Join).ok(JoinReply(10, 30, configSeq = 1))
+      expectMove(Discovering, ConfigDownloading)
+
+    "return to Discovering on 403 from a stats call" in new Fixture:
+      joinAndDownload(heartbeatS = 100, statsS = 30)
+      manualTime.timePasses(15.seconds)
+      nextCall(MessageKind.Stats).answer(Reply.Forbidden)
+      expectMove(Reporting, Discovering)
+
+    "back off after the configured number of heartbeats lost in a row, not before" in new Fixture:
+      joinAndDownload()
+      heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
+      manualTime.timePasses(10.seconds)
+      nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.Rejected))
+      moves.expectNoMessage(50.millis)
+      manualTime.timePasses(10.seconds)
+      nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
+      expectMove(Reporting, Backoff)
+
+    "reset its count of lost heartbeats when one gets through" in new Fixture:
+      joinAndDownload()
+      heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
+      for _ <- 1 to 2 do
+        manualTime.timePasses(10.seconds)
+        nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
+        manualTime.timePasses(10.seconds)
+        nextCall(MessageKind.Heartbeat).ok(HeartbeatReply(1))
+      moves.expectNoMessage(50.millis)
+
+    "ignore replies that belong to a session before a rejoin" in new Fixture:
+      joinAndDownload()
+      val stale = heartbeatDue()
+      manualTime.timePasses(10.seconds)
+      nextCall(MessageKind.Heartbeat).answer(Reply.Forbidden)
+      expectMove(Reporting, Discovering)
+      stale.ok(HeartbeatReply(5)) // from the old session: must not start a download
+      moves.expectNoMessage(50.millis)
+      nextCall(MessageKind.Join)
+  }

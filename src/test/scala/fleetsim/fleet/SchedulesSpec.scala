@@ -1,0 +1,58 @@
+package fleetsim.fleet
+
+import fleetsim.device.{BackoffSettings, DeviceSettings}
+import org.scalatest.wordspec.AnyWordSpec
+
+import scala.concurrent.duration.*
+
+/** The pure arithmetic behind ramps, identities, backoff, jitter and the descriptor budget. */
+class SchedulesSpec extends AnyWordSpec:
+  "Ramp.due" should {
+    "start one device at once, then follow the rate, and never pass the target" in {
+      assert(Ramp.due(Duration.Zero, 100, 1000) == 1)
+      assert(Ramp.due(1.second, 100, 1000) == 101)
+      assert(Ramp.due(2500.millis, 0.5, 1000) == 2)
+      assert(Ramp.due(1.hour, 100, 1000) == 1000)
+    }
+  }
+
+  "FleetSettings.identity" should {
+    "give device i the base MAC plus i, carrying across bytes" in {
+      val fleet = FleetSettings(1000, 100, None, FleetSettings.parseMac("02:00:00:00:00:ff"), "M", "F")
+      assert(fleet.identity(0).mac == "02:00:00:00:00:ff")
+      assert(fleet.identity(1).mac == "02:00:00:00:01:00")
+      assert(fleet.identity(1).serial == "FS0000000001")
+    }
+    "refuse a MAC base that is not six hex bytes" in {
+      val e = intercept[IllegalArgumentException](FleetSettings.parseMac("02:00:00"))
+      assert(e.getMessage.contains("02:00:00:00:00:00"))
+    }
+  }
+
+  "Backoff" should {
+    val backoff = BackoffSettings(1.second, 60.seconds)
+    "double its ceiling with each failure up to the maximum, with full jitter below it" in {
+      assert(backoff.delay(0, 0.999) < 1.second)
+      assert(backoff.delay(3, 0.999) > 7.seconds && backoff.delay(3, 0.999) < 8.seconds)
+      assert(backoff.delay(40, 0.999) < 60.seconds && backoff.delay(40, 0.999) > 59.seconds)
+      assert(backoff.delay(5, 0.0) == Duration.Zero)
+    }
+  }
+
+  "Jitter" should {
+    "move a periodic send by at most its fraction of the interval" in {
+      val device = DeviceSettings(3, 0.1, BackoffSettings(1.second, 2.seconds))
+      assert(device.jittered(10.seconds, 0.0) == 9.seconds)
+      assert(device.jittered(10.seconds, 0.5) == 10.seconds)
+      assert(device.jittered(10.seconds, 0.9999) < 11.seconds)
+    }
+  }
+
+  "DescriptorBudget" should {
+    "refuse a fleet that cannot fit the open-file limit, with the numbers and what to do" in {
+      val refusal = DescriptorBudget.check(10000, embeddedController = true, limit = Some(20000))
+      assert(refusal.left.exists(m => m.contains("20150") && m.contains("20000") && m.contains("--max-connections") && m.contains("own process")))
+      assert(DescriptorBudget.check(10000, embeddedController = false, limit = Some(20000)) == Right(10150))
+      assert(DescriptorBudget.check(10000, embeddedController = true, limit = None).isRight)
+    }
+  }
