@@ -46,7 +46,7 @@ object RunCommand:
     val fleet = settings.fleet
     run.controller.foreach(c => out.println(s"fleetsim: reference controller on ${c.url} (admin API under /admin)"))
     out.println(
-      s"fleetsim: ${fleet.devices} devices against ${run.controllerUrl}, ramping at ${fleet.rampRate}/s, " +
+      s"fleetsim: ${fleet.devices} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
         fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
 
     val status = StatusLine(run.metrics, run.process, fleet.devices, out, terminal = System.console() != null)

@@ -1,0 +1,128 @@
+package fleetsim.cli
+
+import fleetsim.report.Summary
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.io.{BufferedReader, InputStreamReader}
+import java.net.{InetAddress, ServerSocket, URI}
+import java.net.http.{HttpClient, HttpRequest, HttpResponse}
+import java.nio.file.{Files, Path}
+import java.util.concurrent.TimeUnit
+import scala.jdk.CollectionConverters.*
+
+/** The command line as a user runs it: the real entry point in its own JVM. */
+class CliSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(30, Seconds), Span(100, Millis))
+
+  private final case class Finished(code: Int, out: String, err: String)
+
+  private def start(args: String*): Process =
+    val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
+    val command = Seq(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args
+    ProcessBuilder(command.asJava).start()
+
+  private def finish(p: Process, within: Int = 60): Finished =
+    val out = Future(String(p.getInputStream.readAllBytes()))
+    val err = Future(String(p.getErrorStream.readAllBytes()))
+    assert(p.waitFor(within, TimeUnit.SECONDS), s"fleetsim did not exit within $within s")
+    Finished(p.exitValue, out.get, err.get)
+
+  /** Reads a stream on its own thread so a chatty child never blocks on a full pipe. */
+  private final class Future[A](body: => A):
+    private val result = java.util.concurrent.CompletableFuture.supplyAsync(() => body)
+    def get: A = result.get(30, TimeUnit.SECONDS)
+
+  private def fleetsim(args: String*): Finished = finish(start(args*))
+
+  private def assertUsageError(f: Finished, expected: String): Unit =
+    assert(f.code == 2, f.err)
+    val lines = f.err.linesIterator.filter(_.nonEmpty).toList
+    assert(lines.head.startsWith("fleetsim: ") && lines.head.contains(expected), f.err)
+    assert(lines.size == 2 && lines(1).startsWith("Try './fleetsim"), f.err)
+    assert(!f.err.contains("Exception") && !f.err.contains("\tat "), f.err)
+
+  private def tempDir(): Path = Files.createTempDirectory("fleetsim-cli")
+
+  "fleetsim run" should {
+    "refuse bad flags with exit 2 and one line saying what is wrong" in {
+      assertUsageError(fleetsim("run", "--devices", "-5"), "--devices: '-5' is not a whole number")
+      assertUsageError(fleetsim("run", "--duration", "soon"), "--duration: 'soon' is not a duration")
+      assertUsageError(fleetsim("run", "--devcies", "5"), "did you mean --devices?")
+      assertUsageError(fleetsim("launch"), "unknown command 'launch'")
+    }
+
+    "refuse an unreadable or invalid config file with exit 2 and one line" in {
+      assertUsageError(fleetsim("run", "--config", "/nonexistent/fleet.conf"), "cannot read config file")
+      val file = Files.writeString(tempDir().resolve("bad.conf"), "fleetsim.fleet.devices = lots\n")
+      assertUsageError(fleetsim("run", "--config", file.toString), "devices")
+      val broken = Files.writeString(tempDir().resolve("broken.conf"), "fleetsim { fleet { devices = \n")
+      assertUsageError(fleetsim("run", "--config", broken.toString), "is not valid HOCON")
+    }
+
+    "name the port and the flag when the controller's port is taken" in {
+      val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
+      try
+        val f = fleetsim("run", "--controller-port", taken.getLocalPort.toString, "--duration", "1s")
+        assert(f.code == 1, f.err)
+        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} is already in use: choose another with --controller-port (0 picks a free one)")
+      finally taken.close()
+    }
+
+    "refuse up front a fleet that cannot fit the open-file limit" in {
+      val f = fleetsim("run", "--devices", "100", "--max-connections", "1000000000")
+      assert(f.code == 1, f.err)
+      assert(f.err.contains("open files") && f.err.contains("ulimit -n") && f.err.linesIterator.size == 1, f.err)
+    }
+
+    "print its help with every flag" in {
+      val f = fleetsim("run", "--help")
+      assert(f.code == 0)
+      RunCommand.Flags.foreach(flag => assert(f.out.contains(s"--${flag.name}")))
+    }
+
+    "run a short fleet and write a valid summary.json" in {
+      val dir = tempDir().resolve("run")
+      val f = fleetsim("run", "--devices", "20", "--duration", "4s", "--heartbeat-interval", "1s", "--stats-interval", "1s", "--results", dir.toString)
+      assert(f.code == 0, f.err)
+      assert(f.out.contains("Reporting 20"), f.out)
+      val summary = Summary.read(dir.resolve("summary.json"))
+      assert(summary.run.stopReason == "duration reached")
+      assert(summary.devices.target == 20 && summary.devices.byState("Reporting") == 20)
+      assert(summary.messages("heartbeat").ok > 0)
+      assert(summary.controller.get.received("heartbeat") == summary.messages("heartbeat").ok)
+      assert(summary.latencyMs("heartbeat").p99 > 0)
+      assert(summary.process.threadsPeak > 0 && summary.process.heapUsedPeakBytes > 0)
+    }
+
+    "write the summary when stopped with SIGTERM" in {
+      val dir = tempDir().resolve("run")
+      val p = start("run", "--devices", "10", "--heartbeat-interval", "1s", "--results", dir.toString)
+      val out = BufferedReader(InputStreamReader(p.getInputStream))
+      eventually(assert(out.readLine().contains("devices |"))) // the first status line: the fleet is up
+      p.destroy() // SIGTERM
+      assert(p.waitFor(60, TimeUnit.SECONDS), "fleetsim did not stop on SIGTERM")
+      val summary = Summary.read(dir.resolve("summary.json"))
+      assert(summary.run.stopReason == "interrupted")
+      assert(summary.devices.target == 10)
+    }
+  }
+
+  "fleetsim controller" should {
+    "serve protocol v1 on its own, and a fleet pointed at it with --controller reports to it" in {
+      val controller = start("controller", "--port", "0", "--heartbeat-interval", "1s")
+      try
+        val banner = BufferedReader(InputStreamReader(controller.getInputStream)).readLine()
+        val url = "http://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
+        val dir = tempDir().resolve("run")
+        val f = fleetsim("run", "--controller", url, "--devices", "10", "--duration", "3s", "--results", dir.toString)
+        assert(f.code == 0, f.err)
+        val summary = Summary.read(dir.resolve("summary.json"))
+        assert(summary.devices.byState("Reporting") == 10)
+        assert(summary.controller.isEmpty)
+        val counts = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(s"$url/admin/counts")).build(), HttpResponse.BodyHandlers.ofString())
+        assert(counts.body.contains("\"registered\":10"), counts.body)
+      finally controller.destroy()
+    }
+  }
