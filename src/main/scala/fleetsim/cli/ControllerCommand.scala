@@ -18,12 +18,7 @@ object ControllerCommand:
       case Parsed.Settings(config) =>
         val settings = settingsOf("controller")(ControllerSettings(config))
         given system: ActorSystem[Nothing] = ActorSystem(Behaviors.empty, "fleetsim-controller", config)
-        val controller =
-          try Await.result(Controller.start(settings), 30.seconds)
-          catch
-            case e: Controller.PortInUse =>
-              system.terminate()
-              throw CannotRun(s"${e.getMessage}: choose another with --port (0 picks a free one)")
+        val controller = bindOrExplain(Flag.Port.name, system)(Controller.start(settings))
         out.println(s"fleetsim controller listening on ${controller.url} (protocol v1 under /api/v1, admin API under /admin, loopback only)")
         out.println(s"devices get heartbeat every ${settings.heartbeatInterval.toSeconds}s, stats every ${settings.statsInterval.toSeconds}s; Ctrl-C stops")
         out.flush()

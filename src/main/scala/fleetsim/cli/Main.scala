@@ -48,3 +48,11 @@ private[cli] def settingsOf[A](command: String)(read: => A): A =
   catch
     case e: com.typesafe.config.ConfigException => throw UsageError(e.getMessage, command)
     case e: IllegalArgumentException => throw UsageError(e.getMessage.stripPrefix("requirement failed: "), command)
+
+/** Waits for a server to bind; a taken port becomes a one-line error naming the flag that moves it. */
+private[cli] def bindOrExplain[A](portFlag: String, system: org.apache.pekko.actor.typed.ActorSystem[?])(binding: => scala.concurrent.Future[A]): A =
+  try scala.concurrent.Await.result(binding, scala.concurrent.duration.Duration(30, "s"))
+  catch
+    case e: fleetsim.controller.Controller.PortInUse =>
+      system.terminate()
+      throw CannotRun(s"${e.getMessage}: choose another with --$portFlag (0 picks a free one)")

@@ -1,6 +1,5 @@
 package fleetsim.cli
 
-import fleetsim.controller.Controller
 import fleetsim.fleet.DescriptorBudget
 import fleetsim.metrics.ProcessWatch
 import fleetsim.report.Summary
@@ -31,12 +30,7 @@ object RunCommand:
         val connections = settings.http.connectionsFor(settings.fleet.devices)
         DescriptorBudget.check(connections, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
         given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
-        val run =
-          try Await.result(FleetRun.start(settings), 30.seconds)
-          catch
-            case e: Controller.PortInUse =>
-              system.terminate()
-              throw CannotRun(s"${e.getMessage}: choose another with --controller-port (0 picks a free one)")
+        val run = bindOrExplain(Flag.ControllerPort.name, system)(FleetRun.start(settings))
         execute(run, out)
 
   private def execute(run: FleetRun, out: PrintStream)(using system: ActorSystem[SpawnProtocol.Command]): Int =

@@ -9,7 +9,7 @@ import fleetsim.transport.HttpSettings
 import java.nio.file.{Path, Paths}
 import java.time.LocalDateTime
 import java.time.format.DateTimeFormatter
-import java.util.concurrent.TimeUnit.MILLISECONDS
+import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 
 /** Everything a run needs, read from the layered config once.
@@ -40,4 +40,4 @@ object RunSettings:
       controller = ControllerSettings(config),
       controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/")),
       resultsDir = resultsDir,
-      statusInterval = FiniteDuration(run.getDuration("status-interval", MILLISECONDS), MILLISECONDS))
+      statusInterval = run.finiteDuration("status-interval"))

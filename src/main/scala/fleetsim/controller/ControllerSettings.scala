@@ -2,7 +2,7 @@ package fleetsim.controller
 
 import com.typesafe.config.Config
 
-import java.util.concurrent.TimeUnit.MILLISECONDS
+import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 
 /** The reference controller's settings; the intervals are what it hands devices at join. */
@@ -22,11 +22,10 @@ final case class ControllerSettings(
 object ControllerSettings:
   def apply(config: Config): ControllerSettings =
     val c = config.getConfig("fleetsim.controller")
-    def duration(key: String) = FiniteDuration(c.getDuration(key, MILLISECONDS), MILLISECONDS)
     ControllerSettings(
       host = c.getString("host"),
       port = c.getInt("port"),
-      heartbeatInterval = duration("heartbeat-interval"),
-      statsInterval = duration("stats-interval"),
+      heartbeatInterval = c.finiteDuration("heartbeat-interval"),
+      statsInterval = c.finiteDuration("stats-interval"),
       configBytes = c.getBytes("config-size").toInt,
-      idleTimeout = duration("idle-timeout"))
+      idleTimeout = c.finiteDuration("idle-timeout"))

@@ -2,7 +2,7 @@ package fleetsim.device
 
 import com.typesafe.config.Config
 
-import java.util.concurrent.TimeUnit.MILLISECONDS
+import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 
 /** Exponential backoff with full jitter: the delay before retry n is uniform in
@@ -33,8 +33,7 @@ final case class DeviceSettings(maxLostHeartbeats: Int, jitter: Double, backoff:
 object DeviceSettings:
   def apply(config: Config): DeviceSettings =
     val c = config.getConfig("fleetsim.device")
-    def duration(key: String) = FiniteDuration(c.getDuration(key, MILLISECONDS), MILLISECONDS)
     DeviceSettings(
       maxLostHeartbeats = c.getInt("max-lost-heartbeats"),
       jitter = c.getDouble("jitter"),
-      backoff = BackoffSettings(duration("backoff.min"), duration("backoff.max")))
+      backoff = BackoffSettings(c.finiteDuration("backoff.min"), c.finiteDuration("backoff.max")))

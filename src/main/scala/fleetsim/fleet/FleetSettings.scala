@@ -3,7 +3,7 @@ package fleetsim.fleet
 import com.typesafe.config.Config
 import fleetsim.device.Identity
 
-import java.util.concurrent.TimeUnit.MILLISECONDS
+import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 
 /** What fleet to run: how many devices, how fast they start, for how long, and who they are.
@@ -30,7 +30,7 @@ object FleetSettings:
 
   def apply(config: Config): FleetSettings =
     val c = config.getConfig("fleetsim.fleet")
-    val duration = FiniteDuration(c.getDuration("duration", MILLISECONDS), MILLISECONDS)
+    val duration = c.finiteDuration("duration")
     require(duration >= Duration.Zero, "fleetsim.fleet.duration must not be negative")
     FleetSettings(
       devices = c.getInt("devices"),

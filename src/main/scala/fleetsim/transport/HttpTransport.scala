@@ -9,7 +9,7 @@ import org.apache.pekko.http.scaladsl.settings.{ClientConnectionSettings, Connec
 import org.apache.pekko.pattern.after
 import org.apache.pekko.stream.StreamTcpException
 
-import java.util.concurrent.TimeUnit.MILLISECONDS
+import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.control.NonFatal
@@ -35,12 +35,11 @@ final case class HttpSettings(
 object HttpSettings:
   def apply(config: Config): HttpSettings =
     val c = config.getConfig("fleetsim.http")
-    def duration(key: String) = FiniteDuration(c.getDuration(key, MILLISECONDS), MILLISECONDS)
     HttpSettings(
       maxConnections = if c.getString("max-connections") == "auto" then None else Some(c.getInt("max-connections")),
-      requestTimeout = duration("request-timeout"),
-      connectTimeout = duration("connect-timeout"),
-      keepAliveTimeout = duration("keep-alive-timeout"))
+      requestTimeout = c.finiteDuration("request-timeout"),
+      connectTimeout = c.finiteDuration("connect-timeout"),
+      keepAliveTimeout = c.finiteDuration("keep-alive-timeout"))
 
 /** One pooled Pekko HTTP client for the whole fleet. Every response entity is consumed, error
   * replies included, or the pool would stall.
