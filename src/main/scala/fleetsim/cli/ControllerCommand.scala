@@ -10,7 +10,8 @@ import scala.concurrent.duration.*
 
 /** `fleetsim controller`: the reference controller in its own process, until Ctrl-C. */
 object ControllerCommand:
-  val Flags: Seq[Flag] = Seq(Flag.Port, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize)
+  val Flags: Seq[Flag] =
+    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir)
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("controller", Flags, args) match
@@ -18,8 +19,9 @@ object ControllerCommand:
       case Parsed.Settings(config) =>
         val settings = settingsOf("controller")(ControllerSettings(config))
         given system: ActorSystem[Nothing] = ActorSystem(Behaviors.empty, "fleetsim-controller", config)
-        val controller = bindOrExplain(Flag.Port.name, system)(Controller.start(settings))
-        out.println(s"fleetsim controller listening on ${controller.url} (protocol v1 under /api/v1, admin API under /admin, loopback only)")
+        val controller = bindOrExplain(Flag.Port, system)(Controller.start(settings, ssh = true))
+        val ssh = controller.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
+        out.println(s"fleetsim controller listening on ${controller.url}$ssh (protocol v1 under /api/v1, admin API under /admin, loopback only)")
         out.println(s"devices get heartbeat every ${settings.heartbeatInterval.toSeconds}s, stats every ${settings.statsInterval.toSeconds}s; Ctrl-C stops")
         out.flush()
         Await.result(system.whenTerminated, Duration.Inf)

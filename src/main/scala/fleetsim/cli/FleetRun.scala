@@ -3,15 +3,18 @@ package fleetsim.cli
 import fleetsim.controller.Controller
 import fleetsim.device.Device
 import fleetsim.fleet.Fleet
-import fleetsim.metrics.{FleetMetrics, MeteredTransport, ProcessWatch}
+import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels, ProcessWatch}
+import fleetsim.protocol.Identity
 import fleetsim.report.{RunInfo, Summary}
-import fleetsim.transport.HttpTransport
+import fleetsim.transport.{HttpTransport, Tunnels}
+import fleetsim.transport.ssh.SshTunnels
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
 import org.apache.pekko.actor.typed.{ActorRef, ActorSystem, Props, SpawnProtocol}
 import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.pekko.pattern.after
 import org.apache.pekko.util.Timeout
+import org.apache.sshd.common.util.net.SshdSocketAddress
 
 import java.time.Instant
 import java.util.concurrent.ThreadLocalRandom
@@ -29,6 +32,7 @@ final class FleetRun private (
     val controller: Option[Controller],
     val controllerUrl: String,
     transport: HttpTransport,
+    tunnels: Option[Tunnels],
     fleet: ActorRef[Fleet.Command],
     startedAt: Instant)(using system: ActorSystem[?]):
   private given ExecutionContext = system.executionContext
@@ -39,16 +43,27 @@ final class FleetRun private (
     */
   def finish(stopReason: String): Future[Summary] = synchronized {
     finishing.getOrElse {
-      val byState = metrics.devicesByState // before the devices stop and leave their states
+      // Taken before the devices stop, leave their states and close their tunnels.
+      val byState = metrics.devicesByState
+      val tunnelsUp = metrics.tunnelsUpNow
+      given Timeout = Timeout(30.seconds)
       val done = for
-        _ <- fleet.ask[Done](Fleet.Stop(_))(using Timeout(30.seconds), system.scheduler)
+        _ <- fleet.ask[Done](Fleet.Quiesce(_))(using summon[Timeout], system.scheduler)
         _ <- drained(Deadline.now + settings.http.requestTimeout + 1.second)
+        snapshot = metrics.snapshot()
+        _ <- fleet.ask[Done](Fleet.Stop(_))(using summon[Timeout], system.scheduler)
       yield
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
-          stopReason, controllerUrl, controller.isDefined, "http")
-        Summary.of(info, settings.fleet.devices, byState.values.sum.toInt, byState, metrics.snapshot(), process.sample(), controller.map(_.registry.counts))
-      val closed = done.flatMap(summary => transport.close().flatMap(_ => controller.fold(Future.successful(Done))(_.stop())).map(_ => summary))
+          stopReason, controllerUrl, controller.isDefined, settings.transport)
+        Summary.of(info, settings.fleet.devices, byState, Option.when(tunnels.isDefined)(tunnelsUp), snapshot, process.sample(),
+          controller.map(_.counts))
+      val closed = for
+        summary <- done
+        _ <- tunnels.fold(Future.successful(Done))(_.close())
+        _ <- transport.close()
+        _ <- controller.fold(Future.successful(Done))(_.stop())
+      yield summary
       finishing = Some(closed)
       closed
     }
@@ -64,15 +79,19 @@ object FleetRun:
     given ExecutionContext = system.executionContext
     val embedded = settings.controllerUrl match
       case Some(_) => Future.successful(None)
-      case None => Controller.start(settings.controller).map(Some(_))
+      case None => Controller.start(settings.controller, ssh = settings.ssh.isDefined).map(Some(_))
     for
       controller <- embedded
-      url = settings.controllerUrl.orElse(controller.map(_.url)).get
+      url = Uri(settings.controllerUrl.orElse(controller.map(_.url)).get)
       metrics = FleetMetrics()
-      http = HttpTransport(Uri(url), settings.http, settings.fleet.devices)
+      http = HttpTransport(url, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
+      tunnels = settings.ssh.map { ssh =>
+        val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
+        MeteredTunnels(SshTunnels(ssh, SshdSocketAddress(host, port), settings.http.requestTimeout), metrics)
+      }
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
-      fleet <- system.ask[ActorRef[Fleet.Command]](
-        SpawnProtocol.Spawn(Fleet(settings.fleet, identity => Device(identity, settings.device, transport, metrics, random)), "fleet", Props.empty, _))(
-        using Timeout(10.seconds), system.scheduler)
-    yield FleetRun(settings, metrics, ProcessWatch(), controller, url, http, fleet, Instant.now)
+      device = (identity: Identity) => Device(identity, settings.device, transport, tunnels, metrics, random)
+      fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
+        Timeout(10.seconds), system.scheduler)
+    yield FleetRun(settings, metrics, ProcessWatch(), controller, url.toString, http, tunnels, fleet, Instant.now)

@@ -50,9 +50,10 @@ private[cli] def settingsOf[A](command: String)(read: => A): A =
     case e: IllegalArgumentException => throw UsageError(e.getMessage.stripPrefix("requirement failed: "), command)
 
 /** Waits for a server to bind; a taken port becomes a one-line error naming the flag that moves it. */
-private[cli] def bindOrExplain[A](portFlag: String, system: org.apache.pekko.actor.typed.ActorSystem[?])(binding: => scala.concurrent.Future[A]): A =
+private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor.typed.ActorSystem[?])(binding: => scala.concurrent.Future[A]): A =
   try scala.concurrent.Await.result(binding, scala.concurrent.duration.Duration(30, "s"))
   catch
     case e: fleetsim.controller.Controller.PortInUse =>
       system.terminate()
-      throw CannotRun(s"${e.getMessage}: choose another with --$portFlag (0 picks a free one)")
+      val flag = if e.service == "ssh" then Flag.SshPort else httpPort
+      throw CannotRun(s"${e.getMessage}: choose another with --${flag.name} (0 picks a free one)")

@@ -18,6 +18,8 @@ enum ValueKind(val expected: String):
   case Port extends ValueKind("a port number from 0 to 65535 (0 picks a free port)")
   case Size extends ValueKind("a size, like 512, 4KiB or 1MiB")
   case Url extends ValueKind("an address like http://127.0.0.1:8080")
+  case HostPort extends ValueKind("HOST:PORT, like 127.0.0.1:2222")
+  case Choice(options: String*) extends ValueKind(s"one of ${options.mkString(", ")}")
   case Text extends ValueKind("a value")
 
   /** None when `text` is a valid value of this kind. */
@@ -33,6 +35,8 @@ enum ValueKind(val expected: String):
       case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
       case Size => probe(_.getBytes("v"))
       case Url => validUrl(text)
+      case HostPort => scala.util.Try(fleetsim.transport.ssh.SshSettings.hostPort(text, "")).isSuccess
+      case Choice(options*) => options.contains(text)
       case Text => text.nonEmpty
     Option.when(!ok)(s"'$text' is not $expected")
 
@@ -60,6 +64,18 @@ object Flag:
   val MaxLostHeartbeats = Flag("max-lost-heartbeats", "fleetsim.device.max-lost-heartbeats", ValueKind.Count, "heartbeats lost in a row that send a device to Backoff")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")
   val Port = Flag("port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the reference controller")
+  val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice("http", "ssh"), "how devices carry their calls: http, or ssh (a tunnel per device)")
+  val ControllerSsh = Flag("controller-ssh", "fleetsim.ssh.endpoint", ValueKind.HostPort, "SSH server for the tunnels (default: the one the controller names at join)")
+  val SshUser = Flag("ssh-user", "fleetsim.ssh.user", ValueKind.Text, "user name for every tunnel (default: each device's MAC)")
+  val SshKey = Flag("ssh-key", "fleetsim.ssh.key", ValueKind.Text, "private key file for the tunnels (default: one generated for the run)")
+  val SshPassword = Flag("ssh-password", "fleetsim.ssh.password", ValueKind.Text, "a password to offer besides the key (prefer the environment variable)")
+  val HostKeys = Flag("host-keys", "fleetsim.ssh.host-keys", ValueKind.Choice("strict", "accept-new", "insecure"), "SSH host-key checking")
+  val KnownHosts = Flag("known-hosts", "fleetsim.ssh.known-hosts", ValueKind.Text, "known_hosts file for host-key checking")
+  val MaxHandshakes = Flag("max-handshakes", "fleetsim.ssh.max-handshakes", ValueKind.Count, "SSH handshakes in progress at once")
+  val SshTarget = Flag("ssh-target", "fleetsim.ssh.target", ValueKind.HostPort, "where tunnels lead, as the SSH server sees it (default: the controller URL's address)")
+  val SshPort = Flag("ssh-port", "fleetsim.controller.ssh-port", ValueKind.Port, "SSH port of the reference controller")
+  val ControllerSshPassword = Flag("ssh-password", "fleetsim.controller.ssh-password", ValueKind.Text, "also admit joined devices that log in with this password")
+  val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.Text, "where the controller keeps its SSH host key")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
 
 /** What a command line asked for. */

@@ -17,7 +17,9 @@ import scala.concurrent.{Await, ExecutionContext, Future}
 object RunCommand:
   val Flags: Seq[Flag] = Seq(
     Flag.Devices, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
-    Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.RequestTimeout, Flag.MaxLostHeartbeats)
+    Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport,
+    Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
+    Flag.SshPort)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
@@ -28,9 +30,10 @@ object RunCommand:
       case Parsed.Settings(config) =>
         val settings = settingsOf("run")(RunSettings(config))
         val connections = settings.http.connectionsFor(settings.fleet.devices)
-        DescriptorBudget.check(connections, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
+        val tunnels = if settings.ssh.isDefined then settings.fleet.devices else 0
+        DescriptorBudget.check(connections, tunnels, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
         given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
-        val run = bindOrExplain(Flag.ControllerPort.name, system)(FleetRun.start(settings))
+        val run = bindOrExplain(Flag.ControllerPort, system)(FleetRun.start(settings))
         execute(run, out)
 
   private def execute(run: FleetRun, out: PrintStream)(using system: ActorSystem[SpawnProtocol.Command]): Int =
@@ -38,12 +41,15 @@ object RunCommand:
     val shutdown = CoordinatedShutdown(system)
     val io: ExecutionContext = system.dispatchers.lookup(DispatcherSelector.blocking())
     val fleet = settings.fleet
-    run.controller.foreach(c => out.println(s"fleetsim: reference controller on ${c.url} (admin API under /admin)"))
+    run.controller.foreach { c =>
+      val ssh = c.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
+      out.println(s"fleetsim: reference controller on ${c.url}$ssh (admin API under /admin)")
+    }
     out.println(
-      s"fleetsim: ${fleet.devices} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
+      s"fleetsim: ${fleet.devices} ${settings.transport} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
         fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
 
-    val status = StatusLine(run.metrics, run.process, fleet.devices, out, terminal = System.console() != null)
+    val status = StatusLine(run.metrics, run.process, fleet.devices, settings.ssh.isDefined, out, terminal = System.console() != null)
     val ticker = system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => status.tick())(using io)
     fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
 

@@ -5,6 +5,7 @@ import fleetsim.controller.ControllerSettings
 import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
 import fleetsim.transport.HttpSettings
+import fleetsim.transport.ssh.SshSettings
 
 import java.nio.file.{Path, Paths}
 import java.time.LocalDateTime
@@ -20,11 +21,15 @@ final case class RunSettings(
     fleet: FleetSettings,
     device: DeviceSettings,
     http: HttpSettings,
+    ssh: Option[SshSettings],
     controller: ControllerSettings,
     controllerUrl: Option[String],
     resultsDir: Path,
     statusInterval: FiniteDuration):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
+
+  /** "http" or "ssh", as summary.json says it. */
+  def transport: String = if ssh.isDefined then "ssh" else "http"
 
 object RunSettings:
   def apply(config: Config): RunSettings =
@@ -37,6 +42,10 @@ object RunSettings:
       fleet = FleetSettings(config),
       device = DeviceSettings(config),
       http = HttpSettings(config),
+      ssh = config.getString("fleetsim.fleet.transport") match
+        case "http" => None
+        case "ssh" => Some(SshSettings(config))
+        case other => throw IllegalArgumentException(s"fleetsim.fleet.transport must be http or ssh (got '$other')"),
       controller = ControllerSettings(config),
       controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/")),
       resultsDir = resultsDir,

@@ -11,7 +11,7 @@ import java.time.format.DateTimeFormatter
   * terminal it rewrites itself in place and shows a progress bar while ramping; otherwise it
   * prints plain lines, one per tick, for logs and pipes.
   */
-final class StatusLine(metrics: FleetMetrics, process: ProcessWatch, target: Int, out: PrintStream, terminal: Boolean):
+final class StatusLine(metrics: FleetMetrics, process: ProcessWatch, target: Int, tunnels: Boolean, out: PrintStream, terminal: Boolean):
   private val clock = DateTimeFormatter.ofPattern("HH:mm:ss")
   private var lastReplies = 0L
   private var lastErrors = 0L
@@ -30,7 +30,12 @@ final class StatusLine(metrics: FleetMetrics, process: ProcessWatch, target: Int
     val states = DeviceState.values.filter(st => s.byState(st) > 0).map(st => s"$st ${s.byState(st)}").mkString(" ")
     val running = s.devices
     val ramp = if terminal && running < target then progress(running) + " " else ""
-    val line = f"${LocalTime.now.format(clock)} $ramp$running/$target devices | $states | $perSecond%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms"
+    val ssh =
+      if !tunnels then ""
+      else
+        val t = s.tunnels
+        f" | tunnels ${t.up} up, ${s.byState(DeviceState.Tunneling)} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.recent.p99}%.0f ms"
+    val line = f"${LocalTime.now.format(clock)} $ramp$running/$target devices | $states | $perSecond%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$ssh"
     if terminal then out.print("\r" + line + "\u001b[K") else out.println(line)
     out.flush()
   }

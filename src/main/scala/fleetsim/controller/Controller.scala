@@ -3,6 +3,7 @@ package fleetsim.controller
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.Http
+import org.apache.pekko.http.scaladsl.server.Route
 import org.apache.pekko.http.scaladsl.settings.ServerSettings
 
 import java.net.{BindException, InetSocketAddress}
@@ -10,22 +11,28 @@ import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
 /** A running reference controller: protocol v1 and the admin API on one HTTP port. */
-final class Controller private (val registry: Registry, routes: ControllerRoutes, binding: Http.ServerBinding):
+final class Controller private (val registry: Registry, routes: ControllerRoutes, binding: Http.ServerBinding, val ssh: Option[SshGateway]):
   def address: InetSocketAddress = binding.localAddress
   def url: String = s"http://${address.getHostString}:${address.getPort}"
   def faults: Faults = routes.currentFaults
   def setFaults(faults: Faults): Unit = routes.setFaults(faults)
+  def counts: ControllerCounts = routes.counts
 
-  /** Stops accepting, and closes open connections after a short grace period. */
+  /** Stops accepting, and closes open connections and SSH sessions after a short grace period. */
   def stop(): Future[Done] =
-    binding.terminate(hardDeadline = 1.second).map(_ => Done)(using ExecutionContext.parasitic)
+    given ExecutionContext = ExecutionContext.parasitic
+    val sshStopped = ssh.fold(Future.successful(Done))(_.stop())
+    binding.terminate(hardDeadline = 1.second).flatMap(_ => sshStopped)
 
 object Controller:
   /** The port asked for is taken: say which and how to choose another. */
-  final class PortInUse(val port: Int) extends Exception(s"port $port is already in use")
+  final class PortInUse(val port: Int, val service: String) extends Exception(s"port $port ($service) is already in use")
 
-  /** Binds the controller. The registry is passed in so that a restarted controller can keep it. */
-  def start(settings: ControllerSettings, registry: Registry = Registry())(using system: ActorSystem[?]): Future[Controller] =
+  /** Binds the controller, and its SSH server when `ssh` is set. The registry is passed in so that
+    * a restarted controller can keep it.
+    */
+  def start(settings: ControllerSettings, registry: Registry = Registry(), ssh: Boolean = false)(using
+      system: ActorSystem[?]): Future[Controller] =
     given ExecutionContext = system.executionContext
     val routes = ControllerRoutes(registry, settings)
     val defaults = ServerSettings(system.classicSystem)
@@ -34,8 +41,20 @@ object Controller:
       .newServerAt(settings.host, settings.port)
       .withSettings(server)
       .bind(routes.route)
-      .map(binding => Controller(registry, routes, binding))
       .recoverWith {
-        case e: BindException => Future.failed(PortInUse(settings.port))
-        case e if e.getCause.isInstanceOf[BindException] => Future.failed(PortInUse(settings.port))
+        case e: BindException => Future.failed(PortInUse(settings.port, "http"))
+        case e if e.getCause.isInstanceOf[BindException] => Future.failed(PortInUse(settings.port, "http"))
+      }
+      .flatMap { binding =>
+        val gateway =
+          if !ssh then Future.successful(None)
+          else SshGateway.start(settings, binding.localAddress, registry, Route.toFlow(routes.route)(using system.classicSystem)).map(Some(_))
+        gateway.transform {
+          case scala.util.Success(g) =>
+            routes.gateway = g
+            scala.util.Success(Controller(registry, routes, binding, g))
+          case scala.util.Failure(e) =>
+            binding.unbind()
+            scala.util.Failure(e)
+        }
       }

@@ -9,35 +9,52 @@ import org.apache.pekko.http.scaladsl.server.Directives.*
 import org.apache.pekko.http.scaladsl.server.{Directive0, Directive1, Route, StandardRoute}
 import org.apache.pekko.pattern.after
 
+import org.apache.sshd.common.config.keys.{PublicKeyEntry, PublicKeyEntryResolver}
+
 import java.nio.charset.StandardCharsets.UTF_8
+
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.atomic.AtomicReference
 import scala.concurrent.Future
 import scala.concurrent.duration.*
+import scala.util.{Failure, Try}
 
 /** Protocol v1 and the admin API over HTTP. Admin calls are answered only on loopback. */
 final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(using system: ActorSystem[?]):
   import ControllerRoutes.{*, given}
 
   @volatile private var faults = Faults()
+  /** Set once the SSH server is up (it needs these routes first). */
+  @volatile private[controller] var gateway: Option[SshGateway] = None
   private val configDocument = AtomicReference[(Long, Array[Byte])]((0L, Array.emptyByteArray))
 
   def currentFaults: Faults = faults
+
+  /** The registry's tallies plus the SSH server's open sessions. */
+  def counts: ControllerCounts = registry.counts.copy(sshSessions = gateway.fold(0)(_.sessions))
   def setFaults(f: Faults): Unit = faults = f
 
-  val route: Route = concat(pathPrefix("api" / "v1")(api), pathPrefix("admin")(loopbackOnly(admin)))
+  val route: Route = concat(
+    pathPrefix("api" / "v1")(extractRequest(r => api(r.attribute(SshGateway.Tunnelled).isDefined))),
+    pathPrefix("admin")(loopbackOnly(admin)))
 
   // ---- protocol v1 ----
 
-  private def api: Route = concat(
+  /** @param tunnelled the call came through an SSH tunnel */
+  private def api(tunnelled: Boolean): Route = concat(
     path("join") {
       (post & faulty(MessageKind.Join) & entity(as[Array[Byte]])) { body =>
         Protocol.parse[JoinRequest](body) match
-          case None => complete(StatusCodes.BadRequest, "expected {mac, serial, model, firmware}")
+          case None => complete(StatusCodes.BadRequest, "expected {mac, serial, model, firmware, sshKey?}")
           case Some(join) if registry.isForbidden(join.mac) => refuse(MessageKind.Join)
           case Some(join) =>
-            registry.join(join.mac, join.serial, join.model, join.firmware)
-            accept(MessageKind.Join, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq))
+            val key = join.sshKey.map(k => Try(PublicKeyEntry.parsePublicKeyEntry(k).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING)))
+            key match
+              case Some(Failure(_)) => complete(StatusCodes.BadRequest, "sshKey is not an OpenSSH public key")
+              case _ =>
+                registry.join(join.mac, join.serial, join.model, join.firmware, key.map(_.get))
+                val ssh = gateway.map(g => SshEndpoint(g.address.getHostString, g.address.getPort))
+                accept(MessageKind.Join, tunnelled, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq, ssh))
       }
     },
     pathPrefix("devices" / Segment) { mac =>
@@ -49,27 +66,27 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
               device.state = beat.state
             }
             device.lastSeenMillis = System.currentTimeMillis()
-            accept(MessageKind.Heartbeat, HeartbeatReply(registry.configSeq))
+            accept(MessageKind.Heartbeat, tunnelled, HeartbeatReply(registry.configSeq))
           }
         },
         path("stats" / Segment) { kind =>
           if StatsKind.fromKey(kind).isEmpty then complete(StatusCodes.NotFound, s"no stats kind '$kind'")
           else
             (post & faulty(MessageKind.Stats) & joined(MessageKind.Stats, mac) & entity(as[Array[Byte]])) { (_, _) =>
-              registry.countReceived(MessageKind.Stats)
+              registry.countReceived(MessageKind.Stats, tunnelled)
               complete(StatusCodes.OK)
             }
         },
         path("config") {
           (get & faulty(MessageKind.Config) & joined(MessageKind.Config, mac)) { _ =>
-            registry.countReceived(MessageKind.Config)
+            registry.countReceived(MessageKind.Config, tunnelled)
             complete(HttpEntity(ContentTypes.`application/json`, currentConfig()))
           }
         })
     })
 
-  private def accept[A: JsonValueCodec](kind: MessageKind, reply: A): Route =
-    registry.countReceived(kind)
+  private def accept[A: JsonValueCodec](kind: MessageKind, tunnelled: Boolean, reply: A): Route =
+    registry.countReceived(kind, tunnelled)
     complete(HttpEntity(ContentTypes.`application/json`, writeToArray(reply)))
 
   private def refuse(kind: MessageKind): StandardRoute =
@@ -111,7 +128,12 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
 
   private def admin: Route = concat(
     (path("counts") & get) {
-      complete(json(registry.counts))
+      complete(json(counts))
+    },
+    (path("ssh" / "drop") & post & parameter("fraction".as[Double].withDefault(1.0))) { fraction =>
+      gateway match
+        case Some(g) => complete(json(Dropped(g.drop(fraction.max(0).min(1)))))
+        case None => complete(StatusCodes.NotFound, "this controller runs no SSH server")
     },
     (path("devices") & get & parameter("limit".as[Int].withDefault(100))) { limit =>
       complete(json(registry.devicesView.take(limit).map((mac, d) => DeviceView(mac, d.state, d.configSeq, d.joins.sum)).toList))
@@ -148,10 +170,12 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
 
 object ControllerRoutes:
   final case class DeviceView(mac: String, state: String, configSeq: Long, joins: Long)
+  final case class Dropped(sessions: Int)
 
   given JsonValueCodec[ControllerCounts] = JsonCodecMaker.make
   given JsonValueCodec[Faults] = JsonCodecMaker.make
   given JsonValueCodec[List[DeviceView]] = JsonCodecMaker.make
+  given JsonValueCodec[Dropped] = JsonCodecMaker.make
 
   private def json[A: JsonValueCodec](a: A): HttpEntity.Strict =
     HttpEntity(ContentTypes.`application/json`, writeToArray(a))

@@ -3,6 +3,7 @@ package fleetsim.controller
 import com.typesafe.config.Config
 
 import fleetsim.finiteDuration
+import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
 
 /** The reference controller's settings; the intervals are what it hands devices at join. */
@@ -12,12 +13,20 @@ final case class ControllerSettings(
     heartbeatInterval: FiniteDuration,
     statsInterval: FiniteDuration,
     configBytes: Int,
-    idleTimeout: FiniteDuration):
+    idleTimeout: FiniteDuration,
+    sshPort: Int,
+    sshIdleTimeout: FiniteDuration,
+    sshPassword: Option[String],
+    stateDir: Path):
   require(port >= 0 && port <= 65535, "the controller port must be between 0 and 65535")
   require(heartbeatInterval >= 1.second, "the heartbeat interval must be at least 1s")
   require(statsInterval >= 1.second, "the stats interval must be at least 1s")
   require(configBytes >= 0, "fleetsim.controller.config-size must not be negative")
   require(idleTimeout > Duration.Zero, "fleetsim.controller.idle-timeout must be positive")
+  require(sshPort >= 0 && sshPort <= 65535, "the controller's SSH port must be between 0 and 65535")
+  require(sshIdleTimeout > Duration.Zero, "fleetsim.controller.ssh-idle-timeout must be positive")
+
+  override def toString: String = s"ControllerSettings($host:$port, ssh port $sshPort, state in $stateDir)" // no password
 
 object ControllerSettings:
   def apply(config: Config): ControllerSettings =
@@ -28,4 +37,8 @@ object ControllerSettings:
       heartbeatInterval = c.finiteDuration("heartbeat-interval"),
       statsInterval = c.finiteDuration("stats-interval"),
       configBytes = c.getBytes("config-size").toInt,
-      idleTimeout = c.finiteDuration("idle-timeout"))
+      idleTimeout = c.finiteDuration("idle-timeout"),
+      sshPort = c.getInt("ssh-port"),
+      sshIdleTimeout = c.finiteDuration("ssh-idle-timeout"),
+      sshPassword = Option(c.getString("ssh-password")).filter(_.nonEmpty),
+      stateDir = Paths.get(c.getString("state-dir")))

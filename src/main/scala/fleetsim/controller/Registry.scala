@@ -2,6 +2,9 @@ package fleetsim.controller
 
 import fleetsim.protocol.MessageKind
 
+import org.apache.sshd.common.config.keys.KeyUtils
+
+import java.security.PublicKey
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.{AtomicLong, LongAdder}
 import scala.collection.immutable.ListMap
@@ -14,6 +17,8 @@ final class DeviceRecord(val serial: String, val model: String, val firmware: St
   @volatile var configSeq: Long = 0
   @volatile var state: String = ""
   @volatile var lastSeenMillis: Long = System.currentTimeMillis()
+  /** The SSH key the device presented at its latest join, if any. */
+  @volatile var sshKey: Option[PublicKey] = None
   val joins = LongAdder()
 
 /** The controller's in-memory device registry and its tallies. Shared by request threads without
@@ -26,6 +31,8 @@ final class Registry:
   private val received = MessageKind.values.map(_ => LongAdder())
   private val refused = MessageKind.values.map(_ => LongAdder())
   private val injectedErrors = MessageKind.values.map(_ => LongAdder())
+  private val tunnelled = MessageKind.values.map(_ => LongAdder())
+  private val forwardsRefused = LongAdder()
 
   def configSeq: Long = seq.get
   def bumpConfig(): Long = seq.incrementAndGet()
@@ -36,8 +43,14 @@ final class Registry:
   def allow(mac: String): Unit = forbidden.remove(mac)
   def isForbidden(mac: String): Boolean = forbidden.contains(mac)
 
-  def join(mac: String, serial: String, model: String, firmware: String): Unit =
-    devices.computeIfAbsent(mac, _ => DeviceRecord(serial, model, firmware)).joins.increment()
+  def join(mac: String, serial: String, model: String, firmware: String, sshKey: Option[PublicKey]): Unit =
+    val record = devices.computeIfAbsent(mac, _ => DeviceRecord(serial, model, firmware))
+    record.sshKey = sshKey
+    record.joins.increment()
+
+  /** SSH logins: only a device that joined, with the key it presented. */
+  def admits(mac: String, key: PublicKey): Boolean =
+    find(mac).flatMap(_.sshKey).exists(KeyUtils.compareKeys(_, key)) && !isForbidden(mac)
 
   /** A device that has not joined (or was forbidden, or the controller restarted) must join again. */
   def find(mac: String): Option[DeviceRecord] = Option(devices.get(mac))
@@ -46,22 +59,31 @@ final class Registry:
   def registered: Int = devices.size
   def forbiddenCount: Int = forbidden.size
 
-  def countReceived(kind: MessageKind): Unit = received(kind.ordinal).increment()
+  def countReceived(kind: MessageKind, throughTunnel: Boolean): Unit =
+    received(kind.ordinal).increment()
+    if throughTunnel then tunnelled(kind.ordinal).increment()
+  def countForwardRefused(): Unit = forwardsRefused.increment()
   def countRefused(kind: MessageKind): Unit = refused(kind.ordinal).increment()
   def countInjectedError(kind: MessageKind): Unit = injectedErrors(kind.ordinal).increment()
 
   def counts: ControllerCounts =
     def byKind(tallies: Array[LongAdder]) = ListMap.from(MessageKind.values.map(k => k.key -> tallies(k.ordinal).sum))
-    ControllerCounts(registered, forbiddenCount, configSeq, byKind(received), byKind(refused), byKind(injectedErrors))
+    ControllerCounts(registered, forbiddenCount, configSeq, byKind(received), byKind(tunnelled), byKind(refused), byKind(injectedErrors),
+      forwardsRefused.sum)
 
-/** The controller's tallies by message kind: `received` counts calls answered 200. */
+/** The controller's tallies by message kind: `received` counts calls answered 200, `tunnelled` the
+  * part of those that came through an SSH tunnel.
+  */
 final case class ControllerCounts(
     registered: Int,
     forbidden: Int,
     configSeq: Long,
     received: Map[String, Long],
+    tunnelled: Map[String, Long],
     refused: Map[String, Long],
-    injectedErrors: Map[String, Long])
+    injectedErrors: Map[String, Long],
+    forwardsRefused: Long,
+    sshSessions: Int = 0)
 
 /** Fault switches, flipped at run time through the admin API. */
 final case class Faults(errorRate: Double = 0, latencyMs: Long = 0):

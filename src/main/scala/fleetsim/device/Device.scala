@@ -2,23 +2,29 @@ package fleetsim.device
 
 import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
 import fleetsim.protocol.*
-import fleetsim.transport.{FailureReason, Reply, Request, Transport}
+import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
 import org.apache.pekko.actor.typed.scaladsl.{ActorContext, Behaviors, TimerScheduler}
-import org.apache.pekko.actor.typed.{Behavior, PostStop, PreRestart}
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.{ActorRef, Behavior, PostStop, PreRestart}
 
 import java.util.random.RandomGenerator
 import scala.concurrent.duration.*
 import scala.util.{Failure, Success}
 
-/** One simulated access point: joins the controller, reports on jittered timers, downloads new
-  * configuration, and recovers by itself from refusals and lost heartbeats. It owns nothing but its
-  * own lifecycle; a restart loses the session and the device simply joins again.
+/** One simulated access point: joins the controller, opens its own tunnel when the fleet uses one,
+  * reports on jittered timers, downloads new configuration, and recovers by itself from refusals,
+  * lost tunnels and lost heartbeats. It owns its lifecycle and its tunnel; a restart loses the
+  * session and the device simply joins again.
   */
 object Device:
-  /** Devices take no commands from outside yet: they live until their fleet stops them. */
   sealed trait Command
+  /** Stop sending: no new calls, so the ones in flight can be answered before the fleet stops. */
+  final case class Quiesce(replyTo: ActorRef[Done]) extends Command
 
   private case object RetryJoin extends Command
+  private case object RetryTunnel extends Command
+  private final case class TunnelOpened(result: Either[FailureReason, Tunnel]) extends Command
+  private final case class TunnelLost(tunnel: Int) extends Command
   private case object HeartbeatDue extends Command
   private case object StatsDue extends Command
   // Replies carry the session they belong to, so replies from before a rejoin are ignored.
@@ -27,34 +33,41 @@ object Device:
   private final case class StatsReplied(session: Int, reply: Reply) extends Command
   private final case class ConfigReplied(session: Int, reply: Reply) extends Command
 
+  /** @param http carries the join, and every call when there are no tunnels
+    * @param tunnels opens the device's own tunnel after each join; None = plain HTTP, no Tunneling
+    */
   def apply(
       identity: Identity,
       settings: DeviceSettings,
-      transport: Transport,
+      http: Transport,
+      tunnels: Option[Tunnels],
       events: DeviceEvents,
       random: RandomGenerator): Behavior[Command] =
     Behaviors.setup { context =>
       Behaviors.withTimers { timers =>
-        new Device(identity, settings, transport, events, random, context, timers).discovering(failures = 0, configSeq = 0)
+        new Device(identity, settings, http, tunnels, events, random, context, timers).discovering(failures = 0, configSeq = 0)
       }
     }
 
-  /** What a device knows between a join and the next: intervals from the join reply, the latest
-    * config it applied and the latest one the controller announced.
+  /** What a device knows between a join (or a new tunnel) and the next: the join reply, what its
+    * calls travel through, the latest config it applied and the latest one the controller announced.
     */
   private final case class Session(
       number: Int,
-      heartbeatInterval: FiniteDuration,
-      statsInterval: FiniteDuration,
+      join: JoinReply,
+      channel: Transport,
       configSeq: Long,
       announcedSeq: Long,
       heartbeatSeq: Long = 0,
-      lostHeartbeats: Int = 0)
+      lostHeartbeats: Int = 0):
+    def heartbeatInterval: FiniteDuration = join.heartbeatIntervalS.max(1).seconds
+    def statsInterval: FiniteDuration = join.statsIntervalS.max(1).seconds
 
 private final class Device(
     identity: Identity,
     settings: DeviceSettings,
-    transport: Transport,
+    http: Transport,
+    tunnels: Option[Tunnels],
     events: DeviceEvents,
     random: RandomGenerator,
     context: ActorContext[Device.Command],
@@ -63,18 +76,23 @@ private final class Device(
   import DeviceState.*
 
   private val startedAt = System.nanoTime()
-  private val joinBody = writeToArray(JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware))
+  private val joinBody =
+    writeToArray(JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware, tunnels.flatMap(_.publicKey)))
   private var state: Option[DeviceState] = None
   private var sessions = 0
+  /** The open tunnel and its number, which tells its loss from an older one's. */
+  private var tunnel: Option[Tunnel] = None
+  private var tunnelNumber = 0
 
   // ---- states ----
 
   private def discovering(failures: Int, configSeq: Long): Behavior[Command] =
-    send(Request(MessageKind.Join, Protocol.joinPath, Some(joinBody)))(JoinReplied(_))
+    send(http, Request(MessageKind.Join, Protocol.joinPath, Some(joinBody)))(JoinReplied(_))
     in(Discovering) {
       case JoinReplied(Reply.Ok(body)) =>
         Protocol.parse[JoinReply](body) match
-          case Some(join) => startSession(join, configSeq)
+          case Some(join) if tunnels.isDefined => tunneling(join, configSeq, failures = 0)
+          case Some(join) => startSession(join, configSeq, http)
           case None => backingOff(failures, configSeq)
       case JoinReplied(Reply.Forbidden) =>
         // Not admitted: stay Discovering and ask again later, more slowly each time.
@@ -82,18 +100,55 @@ private final class Device(
         Behaviors.same
       case JoinReplied(Reply.Failed(_)) => backingOff(failures, configSeq)
       case RetryJoin => discovering(failures + 1, configSeq)
-      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue => Behaviors.unhandled
+      case Quiesce(replyTo) => quiesced(replyTo)
+      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
+      case HeartbeatDue | StatsDue | RetryTunnel | _: TunnelOpened => Behaviors.unhandled
     }
 
   private def backingOff(failures: Int, configSeq: Long): Behavior[Command] =
     timers.cancelAll()
+    closeTunnel()
     timers.startSingleTimer(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
     in(Backoff) {
       case RetryJoin => discovering(failures + 1, configSeq)
-      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue | _: JoinReplied => Behaviors.unhandled
+      case Quiesce(replyTo) => quiesced(replyTo)
+      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
+      case HeartbeatDue | StatsDue | RetryTunnel | _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
     }
+
+  /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
+  private def tunneling(join: JoinReply, configSeq: Long, failures: Int): Behavior[Command] =
+    context.pipeToSelf(tunnels.get.open(identity, join.ssh)) {
+      case Success(result) => TunnelOpened(result)
+      case Failure(_) => TunnelOpened(Left(FailureReason.ProtocolError))
+    }
+    awaitingTunnel(join, configSeq, failures)
+
+  private def awaitingTunnel(join: JoinReply, configSeq: Long, failures: Int): Behavior[Command] =
+    in(Tunneling) {
+      case TunnelOpened(Right(opened)) =>
+        tunnelNumber += 1
+        tunnel = Some(opened)
+        val number = tunnelNumber
+        context.pipeToSelf(opened.lost)(_ => TunnelLost(number))
+        startSession(join, configSeq, opened)
+      case TunnelOpened(Left(FailureReason.AuthRejected)) =>
+        backingOff(failures, configSeq = 0) // the server no longer admits this device: join again, later
+      case TunnelOpened(Left(_)) =>
+        timers.startSingleTimer(RetryTunnel, settings.backoff.delay(failures, random.nextDouble()))
+        Behaviors.same
+      case RetryTunnel => tunneling(join, configSeq, failures + 1)
+      case Quiesce(replyTo) => quiesced(replyTo)
+      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
+      case HeartbeatDue | StatsDue | RetryJoin | _: JoinReplied => Behaviors.unhandled
+    }
+
+  /** The tunnel is gone or dead: after a jittered pause, so that a herd does not return as one. */
+  private def retunneling(s: Session): Behavior[Command] =
+    timers.cancelAll()
+    closeTunnel()
+    timers.startSingleTimer(RetryTunnel, settings.backoff.delay(0, random.nextDouble()))
+    awaitingTunnel(s.join, s.configSeq, failures = 0)
 
   private def reporting(s: Session): Behavior[Command] =
     in(Reporting)(online(s, reporting) orElse {
@@ -116,12 +171,12 @@ private final class Device(
     case HeartbeatDue =>
       val seq = s.heartbeatSeq + 1
       val beat = Heartbeat(seq, uptimeS, state.fold("")(_.toString), s.configSeq)
-      send(Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
+      send(s.channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
       timers.startSingleTimer(HeartbeatDue, settings.jittered(s.heartbeatInterval, random.nextDouble()))
       stay(s.copy(heartbeatSeq = seq))
     case StatsDue =>
       StatsKind.values.foreach { kind =>
-        send(Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
+        send(s.channel, Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
       }
       timers.startSingleTimer(StatsDue, settings.jittered(s.statsInterval, random.nextDouble()))
       Behaviors.same
@@ -133,30 +188,53 @@ private final class Device(
     case HeartbeatReplied(_, Reply.Forbidden) => refused()
     case HeartbeatReplied(_, Reply.Failed(_)) =>
       val lost = s.lostHeartbeats + 1
-      if lost >= settings.maxLostHeartbeats then backingOff(failures = 0, s.configSeq)
-      else stay(s.copy(lostHeartbeats = lost))
+      if lost < settings.maxLostHeartbeats then stay(s.copy(lostHeartbeats = lost))
+      else if tunnel.isDefined then retunneling(s)
+      else backingOff(failures = 0, s.configSeq)
     case StatsReplied(n, Reply.Forbidden) if n == s.number => refused()
     case StatsReplied(_, _) => Behaviors.same // counted by the transport's metrics; nothing to decide
-    case RetryJoin | _: JoinReplied => Behaviors.unhandled
+    case TunnelLost(n) if n == tunnelNumber => retunneling(s)
+    case TunnelLost(_) => Behaviors.same // an older tunnel's
+    case Quiesce(replyTo) => quiesced(replyTo)
+    case RetryJoin | RetryTunnel | _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
+
+  /** The run is ending: send nothing more, let the calls in flight come home, keep the state. */
+  private def quiesced(replyTo: ActorRef[Done]): Behavior[Command] =
+    timers.cancelAll()
+    replyTo ! Done
+    in(state.get) {
+      case TunnelOpened(Right(late)) =>
+        late.close()
+        Behaviors.same
+      case Quiesce(again) =>
+        again ! Done
+        Behaviors.same
+      case _ => Behaviors.same
+    }
 
   // ---- transitions ----
 
-  private def startSession(join: JoinReply, configSeq: Long): Behavior[Command] =
+  private def startSession(join: JoinReply, configSeq: Long, channel: Transport): Behavior[Command] =
     sessions += 1
-    val s = Session(sessions, join.heartbeatIntervalS.max(1).seconds, join.statsIntervalS.max(1).seconds, configSeq, join.configSeq)
+    val s = Session(sessions, join, channel, configSeq, join.configSeq)
     // Random phase: a fleet that joined together must not report together.
     timers.startSingleTimer(HeartbeatDue, (s.heartbeatInterval.toMillis * random.nextDouble()).toLong.millis)
     timers.startSingleTimer(StatsDue, (s.statsInterval.toMillis * random.nextDouble()).toLong.millis)
     if s.announcedSeq > s.configSeq then startDownload(s) else reporting(s)
 
   private def startDownload(s: Session): Behavior[Command] =
-    send(Request(MessageKind.Config, Protocol.configPath(identity.mac), None))(ConfigReplied(s.number, _))
+    send(s.channel, Request(MessageKind.Config, Protocol.configPath(identity.mac), None))(ConfigReplied(s.number, _))
     configDownloading(s)
 
   /** 403 from any call: forget the session and config, and join again. */
   private def refused(): Behavior[Command] =
     timers.cancelAll()
+    closeTunnel()
     discovering(failures = 0, configSeq = 0)
+
+  private def closeTunnel(): Unit =
+    tunnel.foreach(_.close())
+    tunnel = None
 
   // ---- plumbing ----
 
@@ -168,13 +246,14 @@ private final class Device(
     Behaviors
       .receiveMessage[Command](handle)
       .receiveSignal { case (_, PostStop | PreRestart) =>
+        closeTunnel()
         events.stopped(next)
         Behaviors.same
       }
 
   /** Every async result comes back as a message, success or failure. */
-  private def send(request: Request)(reply: Reply => Command): Unit =
-    context.pipeToSelf(transport.send(request)) {
+  private def send(through: Transport, request: Request)(reply: Reply => Command): Unit =
+    context.pipeToSelf(through.send(request)) {
       case Success(r) => reply(r)
       case Failure(_) => reply(Reply.Failed(FailureReason.ProtocolError))
     }

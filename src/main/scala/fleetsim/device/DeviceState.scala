@@ -12,6 +12,3 @@ trait DeviceEvents:
   def moved(from: Option[DeviceState], to: DeviceState): Unit
   /** The device stopped while in `state`. */
   def stopped(state: DeviceState): Unit
-
-/** Who a device is: what it sends at join. */
-final case class Identity(mac: String, serial: String, model: String, firmware: String)

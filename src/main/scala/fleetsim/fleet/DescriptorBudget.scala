@@ -7,16 +7,24 @@ object DescriptorBudget:
   /** Descriptors the JVM holds before any device connects: jars, selectors, pipes, the console. */
   val Base = 150
 
-  /** @param connections client connections the fleet may hold open at once
-    * @param embeddedController the server ends of those connections live in this process too
+  /** @param connections HTTP connections the fleet may hold open at once
+    * @param tunnels SSH sessions the fleet holds open at once (one per device), 0 without tunnels
+    * @param embeddedController the server ends of all those sockets live in this process too
     */
-  def check(connections: Int, embeddedController: Boolean, limit: Option[Long]): Either[String, Long] =
-    val perConnection = if embeddedController then 2 else 1
-    val needed = Base + connections.toLong * perConnection
+  def check(connections: Int, tunnels: Int, embeddedController: Boolean, limit: Option[Long]): Either[String, Long] =
+    val ends = if embeddedController then 2 else 1
+    val sockets = connections.toLong + tunnels
+    val needed = Base + sockets * ends
     limit match
       case Some(max) if needed > max =>
-        val split = if embeddedController then "run the controller in its own process (./fleetsim controller) and point --controller at it, " else ""
+        val parts = Seq(
+          Option.when(connections > 0)(s"$connections HTTP connections"),
+          Option.when(tunnels > 0)(s"$tunnels SSH tunnels")).flatten.mkString(" + ")
+        val split =
+          if embeddedController then "run the controller in its own process (./fleetsim controller) and point --controller at it, "
+          else ""
+        val spread = if tunnels > 0 then "spread the fleet over several processes, " else ""
         Left(
-          s"this fleet needs about $needed open files ($connections connections x $perConnection + $Base for the JVM) " +
-            s"but this process may open only $max (ulimit -n): ${split}lower --max-connections, or raise the limit")
+          s"this fleet needs about $needed open files (($parts) x $ends ${if ends == 2 then "ends" else "end"} + $Base for the JVM) " +
+            s"but this process may open only $max (ulimit -n): ${split}${spread}lower --max-connections, or raise the limit")
       case _ => Right(needed)

@@ -1,7 +1,7 @@
 package fleetsim.fleet
 
 import com.typesafe.config.Config
-import fleetsim.device.Identity
+import fleetsim.protocol.Identity
 
 import fleetsim.finiteDuration
 import scala.concurrent.duration.*

@@ -12,7 +12,13 @@ import java.util.concurrent.atomic.LongAdder
   */
 final class FleetMetrics extends DeviceEvents:
   private val states = Array.fill(DeviceState.values.length)(LongAdder())
+  private val transitions = Array.fill(DeviceState.values.length, DeviceState.values.length)(LongAdder())
   private val kinds = MessageKind.values.map(_ => KindCounters())
+  private val tunnelsOpened = LongAdder()
+  private val tunnelsUp = LongAdder()
+  private val tunnelFailures = FailureReason.values.map(_ => LongAdder())
+  private val handshakeMicros = Recorder(3)
+  private val handshakeTotal = Histogram(3)
 
   private final class KindCounters:
     val sent = LongAdder()
@@ -24,7 +30,10 @@ final class FleetMetrics extends DeviceEvents:
     val total = Histogram(3)
 
   def moved(from: Option[DeviceState], to: DeviceState): Unit =
-    from.foreach(s => states(s.ordinal).decrement())
+    from.foreach { s =>
+      states(s.ordinal).decrement()
+      transitions(s.ordinal)(to.ordinal).increment()
+    }
     states(to.ordinal).increment()
 
   def stopped(state: DeviceState): Unit = states(state.ordinal).decrement()
@@ -42,6 +51,15 @@ final class FleetMetrics extends DeviceEvents:
       case Reply.Failed(reason) => k.failed(reason.ordinal).increment()
     k.latencyMicros.recordValue((latencyNanos / 1000).max(0))
     k.inFlight.decrement()
+
+  def tunnelOpened(handshakeNanos: Long): Unit =
+    tunnelsOpened.increment()
+    tunnelsUp.increment()
+    handshakeMicros.recordValue((handshakeNanos / 1000).max(0))
+
+  def tunnelFailed(reason: FailureReason): Unit = tunnelFailures(reason.ordinal).increment()
+  def tunnelClosed(): Unit = tunnelsUp.decrement()
+  def tunnelsUpNow: Long = tunnelsUp.sum
 
   /** Requests sent and not yet answered, across all kinds. */
   def inFlight: Long = kinds.map(_.inFlight.sum).sum
@@ -63,7 +81,17 @@ final class FleetMetrics extends DeviceEvents:
         recent = Latency.of(interval),
         overall = Latency.of(k.total))
     }.toMap
-    MetricsSnapshot(devicesByState, byKind)
+    val handshakes = handshakeMicros.getIntervalHistogram()
+    handshakeTotal.add(handshakes)
+    val retunnels = Seq(DeviceState.Reporting, DeviceState.ConfigDownloading).map(s => transitions(s.ordinal)(DeviceState.Tunneling.ordinal).sum).sum
+    val tunnels = TunnelSnapshot(
+      opened = tunnelsOpened.sum,
+      up = tunnelsUp.sum,
+      retunnels = retunnels,
+      failures = FailureReason.values.map(r => r -> tunnelFailures(r.ordinal).sum).toMap,
+      recent = Latency.of(handshakes),
+      overall = Latency.of(handshakeTotal))
+    MetricsSnapshot(devicesByState, byKind, tunnels)
   }
 
 /** Latency percentiles in milliseconds. */
@@ -82,6 +110,17 @@ final case class KindSnapshot(
     overall: Latency):
   def failed: Long = failures.values.sum
 
-final case class MetricsSnapshot(byState: Map[DeviceState, Long], byKind: Map[MessageKind, KindSnapshot]):
+/** Tunnels: opened so far, up now, re-tunnels (Reporting back to Tunneling), failed opens by reason,
+  * and handshake times.
+  */
+final case class TunnelSnapshot(
+    opened: Long,
+    up: Long,
+    retunnels: Long,
+    failures: Map[FailureReason, Long],
+    recent: Latency,
+    overall: Latency)
+
+final case class MetricsSnapshot(byState: Map[DeviceState, Long], byKind: Map[MessageKind, KindSnapshot], tunnels: TunnelSnapshot):
   def devices: Long = byState.values.sum
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum

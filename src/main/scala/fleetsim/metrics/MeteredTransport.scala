@@ -1,6 +1,7 @@
 package fleetsim.metrics
 
-import fleetsim.transport.{Reply, Request, Transport}
+import fleetsim.protocol.{Identity, SshEndpoint}
+import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 
 import scala.concurrent.{ExecutionContext, Future}
@@ -12,8 +13,34 @@ final class MeteredTransport(inner: Transport, metrics: FleetMetrics) extends Tr
     metrics.sent(request.kind)
     val reply = inner.send(request)
     reply.onComplete { result =>
-      metrics.replied(request.kind, result.getOrElse(Reply.Failed(fleetsim.transport.FailureReason.ProtocolError)), System.nanoTime() - started)
+      metrics.replied(request.kind, result.getOrElse(Reply.Failed(FailureReason.ProtocolError)), System.nanoTime() - started)
     }(using ExecutionContext.parasitic)
     reply
 
   def close(): Future[Done] = inner.close()
+
+/** Times handshakes, counts tunnels up and failed, and meters the calls through each tunnel. */
+final class MeteredTunnels(inner: Tunnels, metrics: FleetMetrics) extends Tunnels:
+  private given ExecutionContext = ExecutionContext.parasitic
+
+  def publicKey: Option[String] = inner.publicKey
+
+  def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+    val started = System.nanoTime()
+    inner.open(identity, offered).map {
+      case Right(tunnel) =>
+        metrics.tunnelOpened(System.nanoTime() - started)
+        tunnel.lost.foreach(_ => metrics.tunnelClosed())
+        Right(MeteredTunnel(tunnel))
+      case Left(reason) =>
+        metrics.tunnelFailed(reason)
+        Left(reason)
+    }
+
+  def close(): Future[Done] = inner.close()
+
+  private final class MeteredTunnel(tunnel: Tunnel) extends Tunnel:
+    private val metered = MeteredTransport(tunnel, metrics)
+    def send(request: Request): Future[Reply] = metered.send(request)
+    def lost: Future[Done] = tunnel.lost
+    def close(): Future[Done] = tunnel.close()

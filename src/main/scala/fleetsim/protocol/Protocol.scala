@@ -3,8 +3,12 @@ package fleetsim.protocol
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 
+/** Who a device is: what it says at join. */
+final case class Identity(mac: String, serial: String, model: String, firmware: String)
+
 /** Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange. */
-final case class JoinRequest(mac: String, serial: String, model: String, firmware: String)
+/** @param sshKey the device's SSH public key (OpenSSH format), sent when it will open a tunnel */
+final case class JoinRequest(mac: String, serial: String, model: String, firmware: String, sshKey: Option[String] = None)
 object JoinRequest:
   given JsonValueCodec[JoinRequest] = JsonCodecMaker.make
 

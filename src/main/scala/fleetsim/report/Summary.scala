@@ -17,6 +17,7 @@ final case class Summary(
     devices: DevicesSummary,
     messages: Map[String, MessageCounts],
     latencyMs: Map[String, LatencySummary],
+    tunnels: Option[TunnelsSummary],
     process: ProcessSummary,
     controller: Option[ControllerSummary])
 
@@ -32,38 +33,49 @@ final case class DevicesSummary(target: Int, started: Int, byState: Map[String, 
 final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Long, failures: Map[String, Long])
 final case class LatencySummary(p50: Double, p99: Double, max: Double)
 final case class ProcessSummary(threadsPeak: Int, heapUsedPeakBytes: Long)
+final case class TunnelsSummary(opened: Long, upAtEnd: Long, retunnels: Long, failures: Map[String, Long], handshakeMs: LatencySummary)
 final case class ControllerSummary(
     registeredDevices: Int,
     configSeq: Long,
     received: Map[String, Long],
+    tunnelled: Map[String, Long],
     refused: Map[String, Long],
-    injectedErrors: Map[String, Long])
+    injectedErrors: Map[String, Long],
+    forwardsRefused: Long)
 
 object Summary:
   given JsonValueCodec[Summary] = JsonCodecMaker.make
 
-  /** Folds the end-of-run figures into a summary. `byState` is taken before devices stopped. */
+  /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without tunnels)
+    * are taken before the devices stopped.
+    */
   def of(
       run: RunInfo,
       target: Int,
-      started: Int,
       byState: Map[DeviceState, Long],
+      tunnelsUp: Option[Long],
       metrics: MetricsSnapshot,
       process: ProcessFigures,
       controller: Option[ControllerCounts]): Summary =
     def byKind[A](f: MessageKind => A) = ListMap.from(MessageKind.values.map(k => k.key -> f(k)))
     Summary(
       run,
-      DevicesSummary(target, started, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
+      DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
       byKind { kind =>
         val k = metrics.byKind(kind)
-        MessageCounts(k.sent, k.ok, k.forbidden, k.failed, ListMap.from(FailureReason.values.map(r => r.key -> k.failures(r)).filter(_._2 > 0)))
+        MessageCounts(k.sent, k.ok, k.forbidden, k.failed, failures(k.failures))
       },
       byKind(kind => latencySummary(metrics.byKind(kind).overall)),
+      tunnelsUp.map { up =>
+        val t = metrics.tunnels
+        TunnelsSummary(t.opened, up, t.retunnels, failures(t.failures), latencySummary(t.overall))
+      },
       ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
-      controller.map(c => ControllerSummary(c.registered, c.configSeq, c.received, c.refused, c.injectedErrors)))
+      controller.map(c => ControllerSummary(c.registered, c.configSeq, c.received, c.tunnelled, c.refused, c.injectedErrors, c.forwardsRefused)))
 
   private def latencySummary(l: Latency) = LatencySummary(l.p50, l.p99, l.max)
+  private def failures(byReason: Map[FailureReason, Long]) =
+    ListMap.from(FailureReason.values.map(r => r.key -> byReason(r)).filter(_._2 > 0))
 
   def write(summary: Summary, dir: Path): Path =
     Files.createDirectories(dir)
@@ -82,6 +94,10 @@ object Summary:
     s.messages.foreach { (kind, m) =>
       val l = s.latencyMs(kind)
       lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${l.p50}%8.2f ${l.p99}%8.2f ${l.max}%8.2f"
+    }
+    s.tunnels.foreach { t =>
+      val failed = if t.failures.isEmpty then "" else ", failed opens: " + t.failures.map((k, v) => s"$k $v").mkString(", ")
+      lines += f"  tunnels: ${t.opened} opened, ${t.upAtEnd} up at the end, ${t.retunnels} re-tunnels$failed; handshake p50 ${t.handshakeMs.p50}%.1f ms, p99 ${t.handshakeMs.p99}%.1f ms"
     }
     s.controller.foreach { c =>
       lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registeredDevices} registered"

@@ -6,13 +6,10 @@ import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.Http
 import org.apache.pekko.http.scaladsl.model.*
 import org.apache.pekko.http.scaladsl.settings.{ClientConnectionSettings, ConnectionPoolSettings}
-import org.apache.pekko.pattern.after
-import org.apache.pekko.stream.StreamTcpException
 
 import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
-import scala.util.control.NonFatal
 
 /** The HTTP client settings. Pekko HTTP's own defaults (4 connections, 5 silent retries, no
   * request timeout) would hide what a simulator must show, so each one is chosen here.
@@ -69,21 +66,8 @@ final class HttpTransport(base: Uri, settings: HttpSettings, devices: Int)(using
     val httpRequest = request.body match
       case Some(json) => HttpRequest(HttpMethods.POST, Uri(origin + request.path), entity = HttpEntity(ContentTypes.`application/json`, json))
       case None => HttpRequest(HttpMethods.GET, Uri(origin + request.path))
-    val reply = http
-      .singleRequest(httpRequest, settings = pool)
-      .flatMap(readReply)
-      .recover(failure)
-    Future.firstCompletedOf(Seq(reply, after(settings.requestTimeout)(Future.successful(Reply.Failed(FailureReason.TimedOut)))))
-
-  private def readReply(response: HttpResponse): Future[Reply] = response.status match
-    case StatusCodes.OK => response.entity.toStrict(settings.requestTimeout).map(e => Reply.Ok(e.data.toArray))
-    case StatusCodes.Forbidden => response.discardEntityBytes().future.map(_ => Reply.Forbidden)
-    case _ => response.discardEntityBytes().future.map(_ => Reply.Failed(FailureReason.Rejected))
-
-  private val failure: PartialFunction[Throwable, Reply] =
-    case _: StreamTcpException => Reply.Failed(FailureReason.ConnectFailed)
-    case _: org.apache.pekko.stream.BufferOverflowException => Reply.Failed(FailureReason.Overloaded)
-    case _: java.util.concurrent.TimeoutException => Reply.Failed(FailureReason.TimedOut)
-    case NonFatal(_) => Reply.Failed(FailureReason.ProtocolError)
+    Replies.within(settings.requestTimeout) {
+      http.singleRequest(httpRequest, settings = pool).flatMap(Replies.of(_, settings.requestTimeout)).recover(Replies.failure)
+    }
 
   def close(): Future[Done] = http.shutdownAllConnectionPools().map(_ => Done)

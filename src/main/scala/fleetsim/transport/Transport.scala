@@ -1,6 +1,7 @@
 package fleetsim.transport
 
-import fleetsim.protocol.MessageKind
+import fleetsim.protocol.Identity
+import fleetsim.protocol.{MessageKind, SshEndpoint}
 import org.apache.pekko.Done
 
 import scala.concurrent.Future
@@ -27,10 +28,28 @@ enum FailureReason(val key: String):
   case Overloaded extends FailureReason("overloaded")
   /** Anything else: a broken connection, a reply that is not protocol v1. */
   case ProtocolError extends FailureReason("protocolError")
+  /** The SSH server refused the device's credentials: like a 403, the device must join again. */
+  case AuthRejected extends FailureReason("authRejected")
+  /** The SSH server's host key is not the one known for it (host-key mode strict or accept-new). */
+  case HostKeyRejected extends FailureReason("hostKeyRejected")
 
 /** How devices reach a controller. Implementations are shared and asynchronous; devices never see
   * a library exception, only a [[Reply]].
   */
 trait Transport:
   def send(request: Request): Future[Reply]
+  def close(): Future[Done]
+
+/** A device's own tunnel to the controller: calls travel through it, and [[lost]] completes when
+  * it goes down for any reason (closed by either side, keepalive unanswered, idle timeout).
+  */
+trait Tunnel extends Transport:
+  def lost: Future[Done]
+
+/** Opens tunnels, one per device, on resources shared by the whole fleet. */
+trait Tunnels:
+  /** @param offered the SSH endpoint the controller named at join, if any */
+  def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]]
+  /** The device's public key in OpenSSH format, sent at join so the controller can admit it. */
+  def publicKey: Option[String]
   def close(): Future[Done]

@@ -46,7 +46,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
   private class Fixture:
     val calls = TestProbe[Call]()
     val moves = TestProbe[Moved]()
-    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), Probed(moves.ref), half))
+    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), None, Probed(moves.ref), half))
     moves.expectMessage(Moved(None, Discovering))
 
     def nextCall(kind: MessageKind): Call =

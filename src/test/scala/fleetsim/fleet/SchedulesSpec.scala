@@ -50,9 +50,14 @@ class SchedulesSpec extends AnyWordSpec:
 
   "DescriptorBudget" should {
     "refuse a fleet that cannot fit the open-file limit, with the numbers and what to do" in {
-      val refusal = DescriptorBudget.check(10000, embeddedController = true, limit = Some(20000))
+      val refusal = DescriptorBudget.check(10000, 0, embeddedController = true, limit = Some(20000))
       assert(refusal.left.exists(m => m.contains("20150") && m.contains("20000") && m.contains("--max-connections") && m.contains("own process")))
-      assert(DescriptorBudget.check(10000, embeddedController = false, limit = Some(20000)) == Right(10150))
-      assert(DescriptorBudget.check(10000, embeddedController = true, limit = None).isRight)
+      assert(DescriptorBudget.check(10000, 0, embeddedController = false, limit = Some(20000)) == Right(10150))
+      assert(DescriptorBudget.check(10000, 0, embeddedController = true, limit = None).isRight)
+    }
+    "count a tunnel per device, and suggest spreading an SSH fleet" in {
+      assert(DescriptorBudget.check(512, 8000, embeddedController = false, limit = Some(20000)) == Right(8662))
+      val refusal = DescriptorBudget.check(512, 10000, embeddedController = true, limit = Some(20000))
+      assert(refusal.left.exists(m => m.contains("10000 SSH tunnels") && m.contains("spread the fleet") && m.contains("own process")))
     }
   }

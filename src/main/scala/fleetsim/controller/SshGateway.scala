@@ -1,0 +1,134 @@
+package fleetsim.controller
+
+import fleetsim.transport.ssh.SshStreams
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector}
+import org.apache.pekko.http.scaladsl.Http
+import org.apache.pekko.http.scaladsl.model.{AttributeKey, HttpRequest, HttpResponse}
+import org.apache.pekko.stream.scaladsl.{Flow, TLSPlacebo}
+import org.apache.sshd.client.future.DefaultOpenFuture
+import org.apache.sshd.common.SshConstants
+import org.apache.sshd.common.channel.{Channel, ChannelAsyncInputStream, ChannelAsyncOutputStream, ChannelFactory}
+import org.apache.sshd.common.channel.exception.SshChannelOpenException
+import org.apache.sshd.common.config.keys.KeyUtils
+import org.apache.sshd.client.future.OpenFuture
+import org.apache.sshd.common.session.Session
+import org.apache.sshd.common.util.buffer.{Buffer, ByteArrayBuffer}
+import org.apache.sshd.core.CoreModuleProperties
+import org.apache.sshd.server.SshServer
+import org.apache.sshd.server.channel.AbstractServerChannel
+import org.apache.sshd.server.forward.RejectAllForwardingFilter
+import org.apache.sshd.server.keyprovider.SimpleGeneratorHostKeyProvider
+
+import java.net.{BindException, InetSocketAddress}
+import java.nio.file.Files
+import java.time.Duration as JDuration
+import java.util.concurrent.ThreadLocalRandom
+import scala.concurrent.{ExecutionContext, Future}
+import scala.jdk.CollectionConverters.*
+import scala.util.Success
+
+/** The reference controller's SSH server. Devices that joined log in with their MAC and the key
+  * they presented at join; their direct-tcpip channels carry HTTP straight into the controller's
+  * routes, in process, so a tunnel costs the controller one socket, not three. Forwarding anywhere
+  * but the controller's own HTTP address is refused and counted.
+  */
+final class SshGateway private (server: SshServer):
+  def address: InetSocketAddress = server.getBoundAddresses.asScala.head.asInstanceOf[InetSocketAddress]
+  def sessions: Int = server.getActiveSessions.size
+
+  /** Closes that fraction of the open sessions at once, picked at random: a herd to recover from. */
+  def drop(fraction: Double): Int =
+    val victims = server.getActiveSessions.asScala.filter(_ => ThreadLocalRandom.current().nextDouble() < fraction)
+    victims.foreach(_.close(true))
+    victims.size
+
+  def stop(): Future[Done] = SshStreams.completion(server.close(false))(_ => Success(Done))
+
+object SshGateway:
+  /** Set on requests that arrived through a tunnel: the name the device logged in with. */
+  val Tunnelled: AttributeKey[String] = AttributeKey[String]("fleetsim-tunnelled")
+
+  /** @param handler the controller's routes as a flow, run once per tunnel channel
+    * @param http the controller's HTTP address, the one place tunnels may lead
+    */
+  def start(settings: ControllerSettings, http: InetSocketAddress, registry: Registry, handler: Flow[HttpRequest, HttpResponse, ?])(using
+      system: ActorSystem[?]): Future[SshGateway] =
+    // Binding and generating the host key block: done off the actors' threads.
+    Future {
+      Files.createDirectories(settings.stateDir)
+      val hostKeys = SimpleGeneratorHostKeyProvider(settings.stateDir.resolve("ssh_host_ecdsa_key"))
+      hostKeys.setAlgorithm(KeyUtils.EC_ALGORITHM)
+      hostKeys.setKeySize(256)
+      val server = SshServer.setUpDefaultServer()
+      server.setHost(settings.host)
+      server.setPort(settings.sshPort)
+      server.setKeyPairProvider(hostKeys)
+      server.setPublickeyAuthenticator((user, key, _) => registry.admits(user, key))
+      settings.sshPassword.foreach { password =>
+        server.setPasswordAuthenticator((user, offered, _) => offered == password && registry.find(user).isDefined)
+      }
+      server.setForwardingFilter(RejectAllForwardingFilter.INSTANCE) // no port forwarding of the usual kind
+      server.setChannelFactories(List[ChannelFactory](TunnelChannel.factory(http, registry, handler)).asJava)
+      CoreModuleProperties.IDLE_TIMEOUT.set(server, JDuration.ofMillis(settings.sshIdleTimeout.toMillis))
+      try server.start()
+      catch case _: BindException => throw Controller.PortInUse(settings.sshPort, "ssh")
+      SshGateway(server)
+    }(using system.dispatchers.lookup(DispatcherSelector.blocking()))
+
+/** A direct-tcpip channel whose far end is the controller's own HTTP server, in process. */
+private final class TunnelChannel(http: InetSocketAddress, registry: Registry, handler: Flow[HttpRequest, HttpResponse, ?])(using
+    system: ActorSystem[?])
+    extends AbstractServerChannel(null):
+  private var in: ChannelAsyncInputStream = null
+  private var out: ChannelAsyncOutputStream = null
+
+  override protected def doInit(buffer: Buffer): OpenFuture =
+    val host = buffer.getString
+    val port = buffer.getInt
+    val opened = DefaultOpenFuture(this, this)
+    if !leadsTo(host, port) then
+      registry.countForwardRefused()
+      try opened.setException(SshChannelOpenException(getChannelId, SshConstants.SSH_OPEN_ADMINISTRATIVELY_PROHIBITED,
+          s"this controller forwards only to its HTTP address ${http.getHostString}:${http.getPort}"))
+      finally close(true)
+    else
+      in = ChannelAsyncInputStream(this)
+      out = ChannelAsyncOutputStream(this, SshConstants.SSH_MSG_CHANNEL_DATA)
+      val user = getSession.getUsername
+      val server = Http(system.classicSystem).serverLayer().atop(TLSPlacebo())
+      Flow[HttpRequest]
+        .map(_.addAttribute(SshGateway.Tunnelled, user))
+        .via(handler)
+        .join(server)
+        .join(SshStreams.flow(in, out, () => close(false)))
+        .run()
+      signalChannelOpenSuccess() // sends the open confirmation
+      opened.setOpened()
+    opened
+
+  private def leadsTo(host: String, port: Int): Boolean =
+    port == http.getPort && (host == http.getHostString || host == http.getAddress.getHostAddress ||
+      (host == "localhost" && http.getAddress.isLoopbackAddress))
+
+  override protected def doWriteData(data: Array[Byte], off: Int, len: Long): Unit =
+    in.write(ByteArrayBuffer(data, off, len.toInt))
+
+  override protected def doWriteExtendedData(data: Array[Byte], off: Int, len: Long): Unit =
+    throw UnsupportedOperationException("a tunnel carries no extended data")
+
+  override def handleEof(): Unit =
+    super.handleEof()
+    if in != null then in.close(false) // the reader sees what is buffered, then end of stream
+
+  override def handleWindowAdjust(buffer: Buffer): Unit =
+    super.handleWindowAdjust(buffer)
+    if out != null then out.onWindowExpanded()
+
+  override protected def getInnerCloseable = builder().close(out).close(in).close(super.getInnerCloseable).build()
+
+private object TunnelChannel:
+  def factory(http: InetSocketAddress, registry: Registry, handler: Flow[HttpRequest, HttpResponse, ?])(using ActorSystem[?]): ChannelFactory =
+    new ChannelFactory:
+      def getName: String = "direct-tcpip"
+      def createChannel(session: Session): Channel = TunnelChannel(http, registry, handler)

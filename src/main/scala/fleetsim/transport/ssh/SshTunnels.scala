@@ -1,0 +1,92 @@
+package fleetsim.transport.ssh
+
+import fleetsim.protocol.{Identity, SshEndpoint}
+import fleetsim.transport.*
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.stream.QueueOfferResult
+import org.apache.pekko.stream.scaladsl.{Sink, Source}
+import org.apache.sshd.client.SshClient
+import org.apache.sshd.client.session.ClientSession
+import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntry}
+import org.apache.sshd.common.util.net.SshdSocketAddress
+import org.apache.sshd.core.CoreModuleProperties
+
+import java.security.KeyPair
+import java.time.Duration as JDuration
+import scala.concurrent.duration.FiniteDuration
+import scala.concurrent.{ExecutionContext, Future, Promise}
+import scala.util.{Failure, Success, Try}
+
+/** One MINA SSHD client and I/O pool for the whole fleet, opening a session per device. Handshakes
+  * go through a gate of `max-handshakes` at a time, so a fleet never storms the server with more
+  * unauthenticated connections than it accepts (OpenSSH's MaxStartups starts dropping at 10).
+  *
+  * @param target where tunnelled calls go, as the SSH server sees it (the controller's HTTP address)
+  */
+final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, requestTimeout: FiniteDuration)(using
+    system: ActorSystem[?])
+    extends Tunnels:
+  private given ExecutionContext = system.executionContext
+
+  private val client =
+    val c = SshClient.setUpDefaultClient()
+    CoreModuleProperties.IO_CONNECT_TIMEOUT.set(c, millis(settings.connectTimeout))
+    CoreModuleProperties.AUTH_TIMEOUT.set(c, millis(settings.handshakeTimeout))
+    CoreModuleProperties.HEARTBEAT_INTERVAL.set(c, millis(settings.keepaliveInterval))
+    CoreModuleProperties.HEARTBEAT_NO_REPLY_MAX.set(c, Integer.valueOf(settings.keepaliveMaxMissed))
+    c.setServerKeyVerifier(HostKeys.verifier(settings))
+    c.start()
+    c
+
+  private final case class Handshake(user: String, host: String, port: Int, result: Promise[Either[FailureReason, Tunnel]])
+
+  private val gate = Source
+    .queue[Handshake](1 << 16)
+    .mapAsyncUnordered(settings.maxHandshakes)(h => handshake(h.user, h.host, h.port).map(h.result.success))
+    .to(Sink.ignore)
+    .run()
+
+  val publicKey: Option[String] = Some(PublicKeyEntry.toString(settings.keys.getPublic))
+
+  def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+    settings.endpoint.orElse(offered.map(e => e.host -> e.port)) match
+      case None => Future.successful(Left(FailureReason.ProtocolError)) // nowhere to tunnel to
+      case Some((host, port)) =>
+        val result = Promise[Either[FailureReason, Tunnel]]()
+        gate.offer(Handshake(settings.user.getOrElse(identity.mac), host, port, result)) match
+          case QueueOfferResult.Enqueued => result.future
+          case _ => Future.successful(Left(FailureReason.Overloaded))
+
+  /** Connect, check the host key, authenticate: all asynchronous, within the handshake timeout. */
+  private def handshake(user: String, host: String, port: Int): Future[Either[FailureReason, Tunnel]] =
+    val connected = Try(client.connect(user, host, port)) match
+      case Success(f) => SshStreams.completion(f)(f => if f.isConnected then Success(f.getSession) else Failure(f.getException))
+      case Failure(e) => Future.failed(e)
+    val tunnel = connected.flatMap { session =>
+      settings.password.foreach(session.addPasswordIdentity)
+      session.addPublicKeyIdentity(settings.keys)
+      val authed = Try(session.auth()) match
+        case Success(f) => SshStreams.completion(f)(f => if f.isSuccess then Success(session) else Failure(f.getException))
+        case Failure(e) => Future.failed(e)
+      authed.transform {
+        case Success(s) => Success(Right(SshTunnel(s, target, requestTimeout)))
+        case Failure(_) =>
+          val reason =
+            if session.getAttribute(HostKeys.Refused) != null then FailureReason.HostKeyRejected
+            else if session.isOpen && !session.isClosing then FailureReason.AuthRejected
+            else FailureReason.ProtocolError
+          session.close(true)
+          Success(Left(reason))
+      }
+    }.recover { case _ => Left(FailureReason.ConnectFailed) }
+    Replies.orElse(settings.handshakeTimeout, Left(FailureReason.TimedOut))(tunnel).map { result =>
+      if result == Left(FailureReason.TimedOut) then tunnel.foreach(_.foreach(_.close())) // should it still arrive
+      result
+    }
+
+  def close(): Future[Done] =
+    gate.complete()
+    SshStreams.completion(client.close(false))(_ => Success(Done))
+
+  private def millis(d: FiniteDuration) = JDuration.ofMillis(d.toMillis)
