@@ -2,14 +2,19 @@ package fleetsim.e2e
 
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.controller.{Controller, ControllerSettings, Registry}
 import fleetsim.device.DeviceState.*
+import fleetsim.metrics.ProcessWatch
 import fleetsim.protocol.MessageKind
+import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
+import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntry}
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.nio.file.Files
+import java.net.{InetAddress, ServerSocket}
+import java.nio.file.{Files, Path}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
 
@@ -17,8 +22,7 @@ import scala.concurrent.duration.*
 class SshFleetSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
 
-  private def config(devices: Int, extra: String = ""): Config =
-    val state = Files.createTempDirectory("fleetsim-ssh")
+  private def config(devices: Int, extra: String = "", state: Path = Files.createTempDirectory("fleetsim-ssh")): Config =
     ConfigFactory.parseString(s"""
       fleetsim.fleet { devices = $devices, ramp-rate = 1000, transport = ssh }
       fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, state-dir = "$state/controller" }
@@ -52,7 +56,105 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
             assert(summary.messages(kind).ok == controller.received(kind))
             assert(controller.tunnelled(kind) == controller.received(kind)) // nothing came direct
           }
-        assert(controller.tunnelled("join") == 0) // joins go over plain HTTP, before the tunnel
+          assert(controller.tunnelled("join") == 0) // joins go over plain HTTP, before the tunnel
       }
+    }
+
+    "re-tunnel every device after the controller drops every session at once, spread out rather than in a herd" in {
+      val c = config(200, "fleetsim.device.backoff.min = 1s")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        val gateway = run.controller.get.ssh.get
+        eventually(assert(run.metrics.devicesByState(Reporting) == 200))
+        assert(Admin(run.controllerUrl).send("POST", "/admin/ssh/drop?fraction=1").contains("\"sessions\":200"))
+        // Watch the sessions come back: the first 10% to the first 90% must take more than 100 ms.
+        val started = System.nanoTime()
+        def sinceDrop = (System.nanoTime() - started) / 1_000_000
+        var tenth = Option.empty[Long]
+        eventually {
+          if tenth.isEmpty && gateway.sessions >= 20 then tenth = Some(sinceDrop)
+          assert(gateway.sessions >= 180)
+        }
+        val ninetieth = sinceDrop
+        assert(ninetieth - tenth.get > 300, s"10% of the tunnels were back after ${tenth.get} ms, 90% after $ninetieth ms")
+        eventually(assert(run.metrics.devicesByState(Reporting) == 200))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.tunnels.get.retunnels >= 200)
+        assert(summary.tunnels.get.upAtEnd == 200)
+      }
+    }
+
+    "recover every device after the SSH server stops and starts again" in {
+      val state = Files.createTempDirectory("fleetsim-ssh")
+      val base = config(100, state = state)
+      withSystem(base) {
+        val settings = ControllerSettings(base)
+        val registry = Registry()
+        val first = Await.result(Controller.start(settings, registry, ssh = true), 10.seconds)
+        val ports = settings.copy(port = first.address.getPort, sshPort = first.ssh.get.address.getPort)
+        val c = config(100, s"""fleetsim.controller.url = "${first.url}"""", state)
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 100))
+        Await.result(first.stop(), 10.seconds)
+        eventually(assert(run.metrics.devicesByState(Tunneling) == 100))
+        val second = Await.result(Controller.start(ports, registry, ssh = true), 10.seconds) // same host key, same registry
+        try
+          eventually(assert(run.metrics.devicesByState(Reporting) == 100))
+          assert(run.metrics.tunnelsUpNow == 100)
+        finally
+          Await.result(run.finish("test over"), 60.seconds)
+          Await.result(second.stop(), 10.seconds)
+      }
+    }
+
+    "back off, and not hang, against a server that never answers the handshake" in {
+      val silent = ServerSocket(0, 50, InetAddress.getLoopbackAddress) // accepts into its backlog, never speaks
+      try
+        val c = config(20, s"""fleetsim.ssh { endpoint = "127.0.0.1:${silent.getLocalPort}", handshake-timeout = 1s }""")
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.snapshot().tunnels.failures(FailureReason.TimedOut) >= 40))
+          assert(run.metrics.devicesByState(Tunneling) == 20)
+          val summary = Await.result(run.finish("test over"), 30.seconds)
+          assert(summary.tunnels.get.opened == 0)
+        }
+      finally silent.close()
+    }
+
+    "refuse a changed host key under strict checking, and say so" in {
+      val state = Files.createTempDirectory("fleetsim-ssh")
+      val c0 = config(10, "fleetsim.ssh.host-keys = strict", state)
+      withSystem(c0) {
+        val controller = Await.result(Controller.start(ControllerSettings(c0), ssh = true), 10.seconds)
+        val ssh = controller.ssh.get.address
+        val impostor = PublicKeyEntry.toString(KeyUtils.generateKeyPair("ecdsa-sha2-nistp256", 256).getPublic)
+        Files.writeString(state.resolve("known_hosts"), s"[127.0.0.1]:${ssh.getPort} $impostor\n")
+        val c = config(10, s"""fleetsim.ssh.host-keys = strict, fleetsim.controller.url = "${controller.url}"""", state)
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        try
+          eventually(assert(run.metrics.snapshot().tunnels.failures(FailureReason.HostKeyRejected) >= 10))
+          assert(run.metrics.devicesByState(Reporting) == 0)
+          val summary = Await.result(run.finish("test over"), 30.seconds)
+          assert(summary.tunnels.get.failures("hostKeyRejected") >= 10)
+        finally Await.result(controller.stop(), 10.seconds)
+      }
+    }
+
+    "keep the thread count flat from 50 to 500 devices" in {
+      def steadyThreads(devices: Int): Int =
+        val c = config(devices, "fleetsim.controller.heartbeat-interval = 2s")
+        var threads = 0
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.devicesByState(Reporting) == devices))
+          val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
+          eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + devices))
+          threads = ProcessWatch().sample().threads
+          Await.result(run.finish("test over"), 60.seconds)
+        }
+        threads
+      val at50 = steadyThreads(50)
+      val at500 = steadyThreads(500)
+      assert(at500 <= at50 + 4, s"$at50 threads at 50 devices, $at500 at 500")
     }
   }
