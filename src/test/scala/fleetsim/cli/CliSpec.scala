@@ -51,6 +51,9 @@ class CliSpec extends AnyWordSpec with Eventually:
       assertUsageError(fleetsim("run", "--duration", "soon"), "--duration: 'soon' is not a duration")
       assertUsageError(fleetsim("run", "--devcies", "5"), "did you mean --devices?")
       assertUsageError(fleetsim("launch"), "unknown command 'launch'")
+      assertUsageError(fleetsim("run", "--transport", "ftp"), "--transport: 'ftp' is not one of http, ssh")
+      assertUsageError(fleetsim("run", "--controller-ssh", "localhost"), "--controller-ssh: 'localhost' is not HOST:PORT")
+      assertUsageError(fleetsim("run", "--transport", "ssh", "--ssh-key", "/nonexistent/key"), "cannot read SSH key '/nonexistent/key'")
     }
 
     "refuse an unreadable or invalid config file with exit 2 and one line" in {
@@ -66,8 +69,32 @@ class CliSpec extends AnyWordSpec with Eventually:
       try
         val f = fleetsim("run", "--controller-port", taken.getLocalPort.toString, "--duration", "1s")
         assert(f.code == 1, f.err)
-        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} is already in use: choose another with --controller-port (0 picks a free one)")
+        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} (http) is already in use: choose another with --controller-port (0 picks a free one)")
       finally taken.close()
+    }
+
+    "name the SSH port and its flag when that one is taken" in {
+      val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
+      try
+        val state = tempDir()
+        val f = fleetsim("run", "--transport", "ssh", "--ssh-port", taken.getLocalPort.toString, "--duration", "1s", "--config", 
+          Files.writeString(state.resolve("c.conf"), s"fleetsim.controller.state-dir = \"$state\"").toString)
+        assert(f.code == 1, f.err)
+        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} (ssh) is already in use: choose another with --ssh-port (0 picks a free one)")
+      finally taken.close()
+    }
+
+    "run a short SSH fleet whose status line and summary show the tunnels" in {
+      val dir = tempDir()
+      val conf = Files.writeString(dir.resolve("c.conf"), s"""fleetsim.controller.state-dir = "$dir/state"\nfleetsim.ssh.known-hosts = "$dir/known_hosts"\n""")
+      val f = fleetsim("run", "--transport", "ssh", "--devices", "20", "--duration", "5s", "--heartbeat-interval", "1s",
+        "--config", conf.toString, "--results", dir.resolve("run").toString)
+      assert(f.code == 0, f.err)
+      assert(f.out.contains("tunnels 20 up"), f.out)
+      val summary = Summary.read(dir.resolve("run/summary.json"))
+      assert(summary.run.transport == "ssh")
+      assert(summary.tunnels.get.opened == 20 && summary.tunnels.get.upAtEnd == 20)
+      assert(summary.controller.get.tunnelled("heartbeat") == summary.messages("heartbeat").ok)
     }
 
     "refuse up front a fleet that cannot fit the open-file limit" in {

@@ -2,7 +2,7 @@ package fleetsim.device
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import fleetsim.protocol.*
-import fleetsim.transport.{FailureReason, Reply, Request, Transport}
+import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.testkit.typed.scaladsl.{ManualTime, ScalaTestWithActorTestKit, TestProbe}
 import org.apache.pekko.actor.typed.ActorRef
@@ -39,15 +39,52 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       reply.future
     def close(): Future[Done] = Future.successful(Done)
 
+  /** Tunnels the test opens and breaks by hand; every call through one goes to the same probe. */
+  private final class ScriptedTunnels(opens: ActorRef[Promise[Either[FailureReason, Tunnel]]], calls: ActorRef[Call]) extends Tunnels:
+    def publicKey: Option[String] = Some("ecdsa-sha2-nistp256 AAAA")
+    def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+      val opened = Promise[Either[FailureReason, Tunnel]]()
+      opens ! opened
+      opened.future
+    def close(): Future[Done] = Future.successful(Done)
+
+  private final class ScriptedTunnel(calls: ActorRef[Call]) extends Tunnel:
+    val broken = Promise[Done]()
+    @volatile var closed = false
+    private val through = ScriptedTransport(calls)
+    def send(request: Request): Future[Reply] = through.send(request)
+    def lost: Future[Done] = broken.future
+    def close(): Future[Done] =
+      closed = true
+      Future.successful(Done)
+
   private final class Probed(moves: ActorRef[Moved]) extends DeviceEvents:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
 
-  private class Fixture:
+  private class Fixture(withTunnels: Boolean = false):
     val calls = TestProbe[Call]()
     val moves = TestProbe[Moved]()
-    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), None, Probed(moves.ref), half))
+    val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
+    val tunnelCalls = TestProbe[Call]()
+    private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
+    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), half))
     moves.expectMessage(Moved(None, Discovering))
+
+    /** Joins, opens a tunnel and downloads the config through it: Reporting, with the tunnel returned. */
+    def joinAndTunnel(): ScriptedTunnel =
+      val join = nextCall(MessageKind.Join)
+      assert(join.bodyAs[JoinRequest].sshKey.contains("ecdsa-sha2-nistp256 AAAA"))
+      join.ok(JoinReply(10, 1000, configSeq = 1))
+      expectMove(Discovering, Tunneling)
+      val tunnel = ScriptedTunnel(tunnelCalls.ref)
+      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Right(tunnel))
+      expectMove(Tunneling, ConfigDownloading)
+      val download = tunnelCalls.expectMessageType[Call]
+      assert(download.request.kind == MessageKind.Config)
+      download.ok(ConfigHeader(1))
+      expectMove(ConfigDownloading, Reporting)
+      tunnel
 
     def nextCall(kind: MessageKind): Call =
       val call = calls.expectMessageType[Call]
@@ -143,6 +180,64 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
         nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
         manualTime.timePasses(10.seconds)
         nextCall(MessageKind.Heartbeat).ok(HeartbeatReply(1))
+      moves.expectNoMessage(50.millis)
+
+    "open its own tunnel after joining, and send everything but the join through it" in new Fixture(withTunnels = true):
+      joinAndTunnel()
+      manualTime.timePasses(5.seconds)
+      assert(tunnelCalls.expectMessageType[Call].request.kind == MessageKind.Heartbeat)
+      calls.expectNoMessage(50.millis) // nothing over plain HTTP
+
+    "re-tunnel after a jittered pause when its tunnel is lost" in new Fixture(withTunnels = true):
+      val tunnel = joinAndTunnel()
+      tunnel.broken.success(Done)
+      expectMove(Reporting, Tunneling)
+      manualTime.expectNoMessageFor(400.millis, opens) // the pause: uniform in [0, 1 s], here 0.5 s
+      manualTime.timePasses(100.millis)
+      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Right(ScriptedTunnel(tunnelCalls.ref)))
+      expectMove(Tunneling, Reporting) // config already applied: no download
+      calls.expectNoMessage(50.millis) // no rejoin
+
+    "close its tunnel and re-tunnel, not rejoin, after heartbeats lost through it" in new Fixture(withTunnels = true):
+      val tunnel = joinAndTunnel()
+      manualTime.timePasses(5.seconds)
+      for i <- 1 to 3 do
+        if i > 1 then manualTime.timePasses(10.seconds)
+        val beat = tunnelCalls.expectMessageType[Call]
+        assert(beat.request.kind == MessageKind.Heartbeat)
+        beat.answer(Reply.Failed(FailureReason.TimedOut))
+      expectMove(Reporting, Tunneling)
+      assert(tunnel.closed)
+
+    "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
+      nextCall(MessageKind.Join).ok(JoinReply(10, 1000, configSeq = 0))
+      expectMove(Discovering, Tunneling)
+      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.ConnectFailed))
+      manualTime.timePasses(500.millis)
+      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.TimedOut))
+      manualTime.expectNoMessageFor(900.millis, opens) // second try: half of 2 s
+      manualTime.timePasses(100.millis)
+      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]]
+      moves.expectNoMessage(50.millis) // still Tunneling
+
+    "join again, after a pause, when the SSH server no longer admits it" in new Fixture(withTunnels = true):
+      nextCall(MessageKind.Join).ok(JoinReply(10, 1000, configSeq = 0))
+      expectMove(Discovering, Tunneling)
+      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.AuthRejected))
+      expectMove(Tunneling, Backoff)
+      manualTime.timePasses(500.millis)
+      expectMove(Backoff, Discovering)
+      nextCall(MessageKind.Join)
+
+    "stop sending when quiesced, and still take the replies in flight" in new Fixture:
+      joinAndDownload()
+      val beat = heartbeatDue()
+      val quiesced = TestProbe[Done]()
+      device ! Device.Quiesce(quiesced.ref)
+      quiesced.expectMessage(Done)
+      beat.ok(HeartbeatReply(7)) // would start a download, were it not quiesced
+      manualTime.timePasses(60.seconds)
+      calls.expectNoMessage(50.millis)
       moves.expectNoMessage(50.millis)
 
     "ignore replies that belong to a session before a rejoin" in new Fixture:
