@@ -62,7 +62,7 @@ object SshSettings:
     SshSettings(
       endpoint = optional("endpoint").map(hostPort(_, "fleetsim.ssh.endpoint")),
       user = optional("user"),
-      keys = optional("key").fold(KeyUtils.generateKeyPair("ecdsa-sha2-nistp256", 256))(file => loadKey(Paths.get(file))),
+      keys = optional("key").fold(KeyUtils.generateKeyPair("ssh-ed25519", 256))(file => loadKey(Paths.get(file))),
       password = optional("password"),
       hostKeys = HostKeyMode.parse(c.getString("host-keys")),
       knownHosts = Paths.get(c.getString("known-hosts")),
