@@ -19,7 +19,7 @@ final case class Summary(
     latencyMs: Map[String, LatencySummary],
     tunnels: Option[TunnelsSummary],
     process: ProcessSummary,
-    controller: Option[ControllerSummary])
+    controller: Option[ControllerCounts])
 
 final case class RunInfo(
     startedAt: String,
@@ -34,17 +34,9 @@ final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Lo
 final case class LatencySummary(p50: Double, p99: Double, max: Double)
 final case class ProcessSummary(threadsPeak: Int, heapUsedPeakBytes: Long)
 final case class TunnelsSummary(opened: Long, upAtEnd: Long, retunnels: Long, failures: Map[String, Long], handshakeMs: LatencySummary)
-final case class ControllerSummary(
-    registeredDevices: Int,
-    configSeq: Long,
-    received: Map[String, Long],
-    tunnelled: Map[String, Long],
-    refused: Map[String, Long],
-    injectedErrors: Map[String, Long],
-    forwardsRefused: Long)
 
 object Summary:
-  given JsonValueCodec[Summary] = JsonCodecMaker.make
+  given JsonValueCodec[Summary] = JsonCodecMaker.makeWithRequiredCollectionFields
 
   /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without tunnels)
     * are taken before the devices stopped.
@@ -71,7 +63,7 @@ object Summary:
         TunnelsSummary(t.opened, up, t.retunnels, failures(t.failures), latencySummary(t.overall))
       },
       ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
-      controller.map(c => ControllerSummary(c.registered, c.configSeq, c.received, c.tunnelled, c.refused, c.injectedErrors, c.forwardsRefused)))
+      controller)
 
   private def latencySummary(l: Latency) = LatencySummary(l.p50, l.p99, l.max)
   private def failures(byReason: Map[FailureReason, Long]) =
@@ -100,7 +92,7 @@ object Summary:
       lines += f"  tunnels: ${t.opened} opened, ${t.upAtEnd} up at the end, ${t.retunnels} re-tunnels$failed; handshake p50 ${t.handshakeMs.p50}%.1f ms, p99 ${t.handshakeMs.p99}%.1f ms"
     }
     s.controller.foreach { c =>
-      lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registeredDevices} registered"
+      lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registered} registered"
     }
     lines += f"  process: peak ${s.process.threadsPeak} threads, peak heap ${s.process.heapUsedPeakBytes / 1048576.0}%.0f MiB"
     lines.result().mkString("\n")

@@ -101,6 +101,9 @@ class CliSpec extends AnyWordSpec with Eventually:
       val f = fleetsim("run", "--devices", "100", "--max-connections", "1000000000")
       assert(f.code == 1, f.err)
       assert(f.err.contains("open files") && f.err.contains("ulimit -n") && f.err.linesIterator.size == 1, f.err)
+      val ssh = fleetsim("run", "--transport", "ssh", "--devices", "1000000")
+      assert(ssh.code == 1, ssh.err)
+      assert(ssh.err.contains("1000000 SSH tunnels") && ssh.err.contains("own process") && ssh.err.contains("spread the fleet"), ssh.err)
     }
 
     "print its help with every flag" in {

@@ -40,12 +40,6 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
     try test(run, Admin(run.controllerUrl))
     finally Await.result(run.finish("test over"), 60.seconds)
 
-  private def withSystem(c: Config)(test: ActorSystem[SpawnProtocol.Command] ?=> Unit): Unit =
-    val system = ActorSystem(SpawnProtocol(), "e2e", c)
-    try test(using system)
-    finally
-      system.terminate()
-      Await.result(system.whenTerminated, 30.seconds)
 
   private def reporting(run: FleetRun): Long = run.metrics.devicesByState(Reporting)
 

@@ -3,7 +3,6 @@ package fleetsim.e2e
 import com.typesafe.config.ConfigFactory
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
@@ -70,9 +69,7 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfter
         }
         fleetsim.device.backoff { min = 200ms, max = 2s }
         """).withFallback(ConfigFactory.load()).resolve()
-      val system = ActorSystem(SpawnProtocol(), "openssh", c)
-      try
-        given ActorSystem[SpawnProtocol.Command] = system
+      withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == 50))
         val start = run.controller.get.counts.received("heartbeat")
@@ -83,8 +80,6 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfter
           assert(summary.messages(kind).ok > 0 && summary.messages(kind).ok == summary.controller.get.received(kind), kind)
         // sshd pinned on first use: its key is now in known_hosts.
         assert(Files.readString(dir.resolve("known_hosts")).contains(s"[127.0.0.1]:$port"))
-      finally
-        system.terminate()
-        Await.result(system.whenTerminated, 30.seconds)
+      }
     }
   }

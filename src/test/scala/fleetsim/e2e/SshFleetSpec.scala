@@ -32,24 +32,19 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
       $extra
       """).withFallback(ConfigFactory.load()).resolve()
 
-  private def withSystem(c: Config)(test: ActorSystem[SpawnProtocol.Command] ?=> Unit): Unit =
-    val system = ActorSystem(SpawnProtocol(), "ssh-e2e", c)
-    try test(using system)
-    finally
-      system.terminate()
-      Await.result(system.whenTerminated, 30.seconds)
 
   "An SSH fleet against the reference controller" should {
     "bring 200 devices to Reporting with every call through their tunnels, counted alike on both sides" in {
-      val c = config(200)
+      val c = config(200, "fleetsim.controller.ssh-idle-timeout = 2s") // busy tunnels outlive an idle timeout
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == 200))
         val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
-        eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + 400))
+        eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + 5 * 200))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val controller = summary.controller.get
         assert(summary.tunnels.get.opened == 200 && summary.tunnels.get.upAtEnd == 200)
+        assert(summary.tunnels.get.retunnels == 0)
         for kind <- Seq("heartbeat", "stats", "config") do
           withClue(s"$kind: ") {
             assert(summary.messages(kind).ok > 0)
