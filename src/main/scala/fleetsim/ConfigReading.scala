@@ -9,3 +9,11 @@ import scala.concurrent.duration.FiniteDuration
 extension (config: Config)
   def finiteDuration(path: String): FiniteDuration =
     FiniteDuration(config.getDuration(path, MILLISECONDS), MILLISECONDS)
+
+/** "host:port" as a pair, or an error naming the setting and the form it takes. */
+def hostPort(text: String, setting: String): (String, Int) =
+  val at = text.lastIndexOf(':')
+  val port = if at > 0 then text.substring(at + 1).toIntOption.filter(p => p > 0 && p <= 65535) else None
+  port match
+    case Some(p) => (text.substring(0, at).stripPrefix("[").stripSuffix("]"), p)
+    case None => throw IllegalArgumentException(s"$setting must look like HOST:PORT, e.g. 127.0.0.1:2222 (got '$text')")

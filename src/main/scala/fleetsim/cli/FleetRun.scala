@@ -3,19 +3,22 @@ package fleetsim.cli
 import fleetsim.controller.Controller
 import fleetsim.device.Device
 import fleetsim.fleet.Fleet
-import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels, ProcessWatch}
+import fleetsim.metrics.*
 import fleetsim.protocol.Identity
-import fleetsim.report.{RunInfo, Summary}
-import fleetsim.transport.{HttpTransport, Tunnels}
+import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
 import fleetsim.transport.ssh.SshTunnels
+import fleetsim.transport.{HttpTransport, Tunnels}
+import fleetsim.web.Dashboard
 import org.apache.pekko.Done
+import org.apache.pekko.actor.Cancellable
 import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
-import org.apache.pekko.actor.typed.{ActorRef, ActorSystem, Props, SpawnProtocol}
+import org.apache.pekko.actor.typed.{ActorRef, ActorSystem, DispatcherSelector, Props, SpawnProtocol}
 import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.pekko.pattern.after
 import org.apache.pekko.util.Timeout
 import org.apache.sshd.common.util.net.SshdSocketAddress
 
+import java.nio.file.Files
 import java.time.Instant
 import java.util.concurrent.ThreadLocalRandom
 import java.util.random.RandomGenerator
@@ -23,26 +26,48 @@ import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
 /** One run wired together: the embedded controller (unless pointed elsewhere), the shared metered
-  * transport, the fleet, and the summary at the end. The CLI and the end-to-end tests both use it.
+  * transport and tunnels, the fleet, a sample every second (to the time-series file, the dashboard
+  * and whoever else listens), and summary.json and report.html at the end. The CLI and the
+  * end-to-end tests both use it.
   */
 final class FleetRun private (
     val settings: RunSettings,
     val metrics: FleetMetrics,
-    val process: ProcessWatch,
     val controller: Option[Controller],
     val controllerUrl: String,
+    val dashboard: Option[Dashboard],
     transport: HttpTransport,
     tunnels: Option[Tunnels],
     fleet: ActorRef[Fleet.Command],
+    exporters: Exporters,
     startedAt: Instant)(using system: ActorSystem[?]):
   private given ExecutionContext = system.executionContext
+  private val process = ProcessWatch()
+  private val sampler = Sampler(metrics, process, settings.fleet.devices, tunnels.isDefined)
+  private val timeseries = Timeseries.create(settings.resultsDir)
+  @volatile private var listeners = List.empty[Sample => Unit]
   @volatile private var finishing: Option[Future[Summary]] = None
 
-  /** Stops the devices, waits for their last calls to be answered, and folds the figures into a
-    * summary. Called once per run; later calls get the same summary.
+  private val ticker: Cancellable =
+    val io = system.dispatchers.lookup(DispatcherSelector.blocking()) // the file and the console block
+    system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => tick())(using io)
+
+  private def tick(): Unit =
+    val sample = sampler.sample()
+    timeseries.append(sample)
+    dashboard.foreach(_.publish(sample))
+    listeners.foreach(_(sample))
+
+  /** Calls `listener` with every sample from now on (the status line, say). */
+  def onSample(listener: Sample => Unit): Unit = synchronized { listeners = listeners :+ listener }
+
+  /** Stops the devices sending, waits for the calls in flight to be answered, folds the figures into
+    * a summary, writes summary.json and report.html, and stops the devices. Called once per run;
+    * later calls get the same summary.
     */
   def finish(stopReason: String): Future[Summary] = synchronized {
     finishing.getOrElse {
+      ticker.cancel()
       // Taken before the devices stop, leave their states and close their tunnels.
       val byState = metrics.devicesByState
       val tunnelsUp = metrics.tunnelsUpNow
@@ -56,8 +81,12 @@ final class FleetRun private (
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
           stopReason, controllerUrl, controller.isDefined, settings.transport)
-        Summary.of(info, settings.fleet.devices, byState, Option.when(tunnels.isDefined)(tunnelsUp), snapshot, process.sample(),
-          controller.map(_.counts))
+        val summary = Summary.of(info, settings.fleet.devices, byState, Option.when(tunnels.isDefined)(tunnelsUp), snapshot,
+          process.sample(), controller.map(_.counts))
+        timeseries.close()
+        Summary.write(summary, settings.resultsDir)
+        Report.write(settings.resultsDir)
+        summary
       val closed = for
         summary <- done
         _ <- tunnels.fold(Future.successful(Done))(_.close())
@@ -77,13 +106,22 @@ final class FleetRun private (
 object FleetRun:
   def start(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
     given ExecutionContext = system.executionContext
+    Files.createDirectories(settings.resultsDir)
+    Files.writeString(settings.resultsDir.resolve(Report.ConfigFile), settings.described)
+    val exporters = Exporters(prometheus = settings.dashboard.enabled, statsd = settings.statsd)
+    system.whenTerminated.foreach(_ => exporters.close()) // /metrics answers until the very end
     val embedded = settings.controllerUrl match
       case Some(_) => Future.successful(None)
       case None => Controller.start(settings.controller, ssh = settings.ssh.isDefined).map(Some(_))
+    val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
+      case Some(prometheus) => Dashboard.start(settings.dashboard, settings.described, prometheus).map(Some(_))
+      case None => Future.successful(None)
     for
       controller <- embedded
+      board <- dashboard
       url = Uri(settings.controllerUrl.orElse(controller.map(_.url)).get)
-      metrics = FleetMetrics()
+      metrics = FleetMetrics(exporters.registry)
+      _ = controller.foreach(c => exporters.bindController(() => c.counts))
       http = HttpTransport(url, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
       tunnels = settings.ssh.map { ssh =>
@@ -94,4 +132,4 @@ object FleetRun:
       device = (identity: Identity) => Device(identity, settings.device, transport, tunnels, metrics, random)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)
-    yield FleetRun(settings, metrics, ProcessWatch(), controller, url.toString, http, tunnels, fleet, Instant.now)
+    yield FleetRun(settings, metrics, controller, url.toString, board, http, tunnels, fleet, exporters, Instant.now)

@@ -12,10 +12,11 @@ object Main:
       |commands:
       |  run         run a fleet of simulated devices against a controller (the embedded one by default)
       |  controller  run the reference controller alone
+      |  report DIR  rebuild DIR/report.html from the run's files in DIR (after a crash, say)
       |
       |./fleetsim <command> --help lists a command's flags.""".stripMargin
 
-  private val Commands = Seq("run", "controller")
+  private val Commands = Seq("run", "controller", "report")
 
   def main(args: Array[String]): Unit =
     org.slf4j.LoggerFactory.getILoggerFactory // initialise logging before threads log, or SLF4J warns about replayed calls
@@ -27,6 +28,9 @@ object Main:
       args match
         case "run" :: rest => RunCommand(rest, out, err)
         case "controller" :: rest => ControllerCommand(rest, out, err)
+        case "report" :: ("--help" | "-h") :: _ => out.println("usage: ./fleetsim report DIR"); 0
+        case "report" :: dir :: Nil => report(java.nio.file.Path.of(dir), out)
+        case "report" :: _ => throw UsageError("report takes one folder, a run's results (the one with timeseries.jsonl)", "report")
         case ("--help" | "-h" | "help") :: _ => out.println(Usage); 0
         case Nil => err.println(Usage); 2
         case other :: _ => throw UsageError(s"unknown command '$other'${Options.suggest(other, Commands).replace("--", "")}", "")
@@ -38,6 +42,13 @@ object Main:
       case e: CannotRun =>
         err.println(s"fleetsim: ${e.getMessage}")
         1
+
+/** `fleetsim report DIR`: the page again, from what the run left. */
+private def report(dir: java.nio.file.Path, out: PrintStream): Int =
+  if !java.nio.file.Files.isRegularFile(dir.resolve(fleetsim.report.Timeseries.FileName)) then
+    throw UsageError(s"'$dir' holds no ${fleetsim.report.Timeseries.FileName}: name a run's results folder", "report")
+  out.println(s"fleetsim: wrote ${fleetsim.report.Report.write(dir)}")
+  0
 
 /** The machine or the network cannot run this as asked: a port is taken, the fleet does not fit. */
 final class CannotRun(message: String) extends Exception(message)
@@ -53,7 +64,10 @@ private[cli] def settingsOf[A](command: String)(read: => A): A =
 private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor.typed.ActorSystem[?])(binding: => scala.concurrent.Future[A]): A =
   try scala.concurrent.Await.result(binding, scala.concurrent.duration.Duration(30, "s"))
   catch
-    case e: fleetsim.controller.Controller.PortInUse =>
+    case e: fleetsim.PortInUse =>
       system.terminate()
-      val flag = if e.service == "ssh" then Flag.SshPort else httpPort
+      val flag = e.service match
+        case "ssh" => Flag.SshPort
+        case "dashboard" => Flag.DashboardPort
+        case _ => httpPort
       throw CannotRun(s"${e.getMessage}: choose another with --${flag.name} (0 picks a free one)")

@@ -35,7 +35,7 @@ enum ValueKind(val expected: String):
       case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
       case Size => probe(_.getBytes("v"))
       case Url => validUrl(text)
-      case HostPort => scala.util.Try(fleetsim.transport.ssh.SshSettings.hostPort(text, "")).isSuccess
+      case HostPort => scala.util.Try(fleetsim.hostPort(text, "")).isSuccess
       case Choice(options*) => options.contains(text)
       case Text => text.nonEmpty
     Option.when(!ok)(s"'$text' is not $expected")
@@ -76,6 +76,10 @@ object Flag:
   val SshPort = Flag("ssh-port", "fleetsim.controller.ssh-port", ValueKind.Port, "SSH port of the reference controller")
   val ControllerSshPassword = Flag("ssh-password", "fleetsim.controller.ssh-password", ValueKind.Text, "also admit joined devices that log in with this password")
   val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.Text, "where the controller keeps its SSH host key")
+  val Dashboard = Flag("dashboard", "fleetsim.dashboard.enabled", ValueKind.Choice("on", "off"), "serve the live dashboard and /metrics")
+  val DashboardHost = Flag("dashboard-host", "fleetsim.dashboard.host", ValueKind.Text, "address the dashboard binds to")
+  val DashboardPort = Flag("dashboard-port", "fleetsim.dashboard.port", ValueKind.Port, "port of the dashboard and /metrics")
+  val Statsd = Flag("statsd", "fleetsim.metrics.statsd", ValueKind.HostPort, "also push the metrics to a StatsD agent at HOST:PORT")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
 
 /** What a command line asked for. */

@@ -19,7 +19,7 @@ object RunCommand:
     Flag.Devices, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
     Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport,
     Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
-    Flag.SshPort)
+    Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
@@ -41,6 +41,7 @@ object RunCommand:
     val shutdown = CoordinatedShutdown(system)
     val io: ExecutionContext = system.dispatchers.lookup(DispatcherSelector.blocking())
     val fleet = settings.fleet
+    run.dashboard.foreach(d => out.println(s"fleetsim: dashboard on ${d.url} (Prometheus: ${d.url}metrics)"))
     run.controller.foreach { c =>
       val ssh = c.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
       out.println(s"fleetsim: reference controller on ${c.url}$ssh (admin API under /admin)")
@@ -49,20 +50,18 @@ object RunCommand:
       s"fleetsim: ${fleet.devices} ${settings.transport} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
         fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
 
-    val status = StatusLine(run.metrics, run.process, fleet.devices, settings.ssh.isDefined, out, terminal = System.console() != null)
-    val ticker = system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => status.tick())(using io)
+    val status = StatusLine(out, terminal = System.console() != null)
+    run.onSample(status.print)
     fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
 
     shutdown.addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind, "fleet-summary") { () =>
-      ticker.cancel()
       val reason = shutdown.shutdownReason() match
         case Some(DurationReached) => "duration reached"
         case _ => "interrupted"
       run.finish(reason).map { summary =>
         status.close()
-        val file = Summary.write(summary, settings.resultsDir)
         out.println(Summary.render(summary))
-        out.println(s"fleetsim: summary written to $file")
+        out.println(s"fleetsim: summary.json and report.html written to ${settings.resultsDir}")
         out.flush()
         Done
       }(using io)

@@ -1,6 +1,7 @@
 package fleetsim.cli
 
-import com.typesafe.config.Config
+import com.typesafe.config.{Config, ConfigRenderOptions}
+import fleetsim.web.DashboardSettings
 import fleetsim.controller.ControllerSettings
 import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
@@ -10,12 +11,13 @@ import fleetsim.transport.ssh.SshSettings
 import java.nio.file.{Path, Paths}
 import java.time.LocalDateTime
 import java.time.format.DateTimeFormatter
-import fleetsim.finiteDuration
+import fleetsim.{finiteDuration, hostPort}
 import scala.concurrent.duration.*
 
 /** Everything a run needs, read from the layered config once.
   *
   * @param controllerUrl None embeds the reference controller
+  * @param described the effective `fleetsim` settings as JSON, secrets left out, for config.json
   */
 final case class RunSettings(
     fleet: FleetSettings,
@@ -25,7 +27,10 @@ final case class RunSettings(
     controller: ControllerSettings,
     controllerUrl: Option[String],
     resultsDir: Path,
-    statusInterval: FiniteDuration):
+    statusInterval: FiniteDuration,
+    dashboard: DashboardSettings,
+    statsd: Option[(String, Int)],
+    described: String):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
 
   /** "http" or "ssh", as summary.json says it. */
@@ -49,4 +54,9 @@ object RunSettings:
       controller = ControllerSettings(config),
       controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/")),
       resultsDir = resultsDir,
-      statusInterval = run.finiteDuration("status-interval"))
+      statusInterval = run.finiteDuration("status-interval"),
+      dashboard = DashboardSettings(config),
+      statsd = Option(config.getString("fleetsim.metrics.statsd")).filter(_.nonEmpty).map(hostPort(_, "fleetsim.metrics.statsd")),
+      described = config.getConfig("fleetsim")
+        .withoutPath("ssh.password").withoutPath("controller.ssh-password")
+        .root.render(ConfigRenderOptions.concise().setFormatted(true)))

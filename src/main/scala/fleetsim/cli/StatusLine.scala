@@ -1,41 +1,30 @@
 package fleetsim.cli
 
-import fleetsim.device.DeviceState
-import fleetsim.metrics.{FleetMetrics, ProcessWatch}
+import fleetsim.metrics.Sample
 
 import java.io.PrintStream
-import java.time.LocalTime
 import java.time.format.DateTimeFormatter
+import java.time.{Instant, ZoneId}
 
-/** The once-a-second line: devices per state, replies per second, errors, p99 latency. On a
-  * terminal it rewrites itself in place and shows a progress bar while ramping; otherwise it
-  * prints plain lines, one per tick, for logs and pipes.
+/** The once-a-second line: devices per state, replies per second, errors, p99 latency, and tunnels
+  * when there are any. On a terminal it rewrites itself in place and shows a progress bar while
+  * ramping; otherwise it prints plain lines, one per tick, for logs and pipes.
   */
-final class StatusLine(metrics: FleetMetrics, process: ProcessWatch, target: Int, tunnels: Boolean, out: PrintStream, terminal: Boolean):
-  private val clock = DateTimeFormatter.ofPattern("HH:mm:ss")
-  private var lastReplies = 0L
-  private var lastErrors = 0L
-  private var lastAt = System.nanoTime()
+final class StatusLine(out: PrintStream, terminal: Boolean):
+  private val clock = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault())
+  private var errors = 0L
 
-  def tick(): Unit = synchronized {
-    val now = System.nanoTime()
-    val s = metrics.snapshot()
-    process.sample()
-    val replies = s.total(k => k.ok + k.forbidden + k.failed)
-    val errors = s.total(k => k.forbidden + k.failed)
-    val perSecond = (replies - lastReplies) * 1e9 / (now - lastAt).max(1)
-    val newErrors = errors - lastErrors
-    lastReplies = replies; lastErrors = errors; lastAt = now
-    val p99 = s.byKind.values.map(_.recent.p99).maxOption.getOrElse(0.0)
-    val states = DeviceState.values.filter(st => s.byState(st) > 0).map(st => s"$st ${s.byState(st)}").mkString(" ")
-    val running = s.devices
-    val ramp = if terminal && running < target then progress(running) + " " else ""
-    val ssh =
-      if !tunnels then ""
-      else
-        val t = s.tunnels
-        f" | tunnels ${t.up} up, ${s.byState(DeviceState.Tunneling)} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.recent.p99}%.0f ms"
-    val line = f"${LocalTime.now.format(clock)} $ramp$running/$target devices | $states | $perSecond%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$ssh"
+  def print(s: Sample): Unit = synchronized {
+    val newErrors = s.errors - errors
+    errors = s.errors
+    val p99 = s.latencyMs.values.map(_.p99).maxOption.getOrElse(0.0)
+    val states = s.devices.filter(_._2 > 0).map((state, n) => s"$state $n").mkString(" ")
+    val ramp = if terminal && s.running < s.target then progress(s.running, s.target) + " " else ""
+    val ssh = s.tunnels.fold("") { t =>
+      f" | tunnels ${t.up} up, ${t.opening} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.handshakeP99Ms}%.0f ms"
+    }
+    val line = f"${clock.format(Instant.ofEpochMilli(s.t))} $ramp${s.running}/${s.target} devices | $states | " +
+      f"${s.repliesPerS}%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$ssh"
     if terminal then out.print("\r" + line + "\u001b[K") else out.println(line)
     out.flush()
   }
@@ -43,7 +32,7 @@ final class StatusLine(metrics: FleetMetrics, process: ProcessWatch, target: Int
   /** Ends an in-place line so that what follows starts on its own line. */
   def close(): Unit = if terminal then { out.println(); out.flush() }
 
-  private def progress(running: Long): String =
+  private def progress(running: Long, target: Int): String =
     val width = 20
     val filled = (running * width / target.max(1)).toInt.min(width)
     "[" + "#" * filled + "." * (width - filled) + "]"

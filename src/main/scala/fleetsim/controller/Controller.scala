@@ -1,12 +1,13 @@
 package fleetsim.controller
 
+import fleetsim.PortInUse
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.Http
 import org.apache.pekko.http.scaladsl.server.Route
 import org.apache.pekko.http.scaladsl.settings.ServerSettings
 
-import java.net.{BindException, InetSocketAddress}
+import java.net.InetSocketAddress
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
@@ -25,9 +26,6 @@ final class Controller private (val registry: Registry, routes: ControllerRoutes
     binding.terminate(hardDeadline = 1.second).flatMap(_ => sshStopped)
 
 object Controller:
-  /** The port asked for is taken: say which and how to choose another. */
-  final class PortInUse(val port: Int, val service: String) extends Exception(s"port $port ($service) is already in use")
-
   /** Binds the controller, and its SSH server when `ssh` is set. The registry is passed in so that
     * a restarted controller can keep it.
     */
@@ -41,10 +39,7 @@ object Controller:
       .newServerAt(settings.host, settings.port)
       .withSettings(server)
       .bind(routes.route)
-      .recoverWith {
-        case e: BindException => Future.failed(PortInUse(settings.port, "http"))
-        case e if e.getCause.isInstanceOf[BindException] => Future.failed(PortInUse(settings.port, "http"))
-      }
+      .recoverWith(PortInUse.whenBinding(settings.port, "http"))
       .flatMap { binding =>
         val gateway =
           if !ssh then Future.successful(None)

@@ -1,5 +1,6 @@
 package fleetsim.controller
 
+import fleetsim.PortInUse
 import fleetsim.transport.ssh.SshStreams
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector}
@@ -72,7 +73,7 @@ object SshGateway:
       server.setChannelFactories(List[ChannelFactory](TunnelChannel.factory(http, registry, handler)).asJava)
       CoreModuleProperties.IDLE_TIMEOUT.set(server, JDuration.ofMillis(settings.sshIdleTimeout.toMillis))
       try server.start()
-      catch case _: BindException => throw Controller.PortInUse(settings.sshPort, "ssh")
+      catch case _: BindException => throw PortInUse(settings.sshPort, "ssh")
       SshGateway(server)
     }(using system.dispatchers.lookup(DispatcherSelector.blocking()))
 

@@ -58,6 +58,8 @@ object Device:
       channel: Transport,
       configSeq: Long,
       announcedSeq: Long,
+      heartbeatDueAt: Long,
+      statsDueAt: Long,
       heartbeatSeq: Long = 0,
       lostHeartbeats: Int = 0):
     def heartbeatInterval: FiniteDuration = join.heartbeatIntervalS.max(1).seconds
@@ -172,14 +174,12 @@ private final class Device(
       val seq = s.heartbeatSeq + 1
       val beat = Heartbeat(seq, uptimeS, state.fold("")(_.toString), s.configSeq)
       send(s.channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
-      timers.startSingleTimer(HeartbeatDue, settings.jittered(s.heartbeatInterval, random.nextDouble()))
-      stay(s.copy(heartbeatSeq = seq))
+      stay(s.copy(heartbeatSeq = seq, heartbeatDueAt = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.heartbeatInterval)))
     case StatsDue =>
       StatsKind.values.foreach { kind =>
         send(s.channel, Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
       }
-      timers.startSingleTimer(StatsDue, settings.jittered(s.statsInterval, random.nextDouble()))
-      Behaviors.same
+      stay(s.copy(statsDueAt = scheduleNext(StatsDue, MessageKind.Stats, s.statsDueAt, s.statsInterval)))
     case HeartbeatReplied(n, _) if n != s.number => Behaviors.same
     case HeartbeatReplied(_, Reply.Ok(body)) =>
       val announced = Protocol.parse[HeartbeatReply](body).fold(s.announcedSeq)(_.configSeq)
@@ -216,11 +216,31 @@ private final class Device(
 
   private def startSession(join: JoinReply, configSeq: Long, channel: Transport): Behavior[Command] =
     sessions += 1
-    val s = Session(sessions, join, channel, configSeq, join.configSeq)
+    val heartbeatInterval = join.heartbeatIntervalS.max(1).seconds
+    val statsInterval = join.statsIntervalS.max(1).seconds
     // Random phase: a fleet that joined together must not report together.
-    timers.startSingleTimer(HeartbeatDue, (s.heartbeatInterval.toMillis * random.nextDouble()).toLong.millis)
-    timers.startSingleTimer(StatsDue, (s.statsInterval.toMillis * random.nextDouble()).toLong.millis)
+    val s = Session(sessions, join, channel, configSeq, join.configSeq,
+      heartbeatDueAt = schedule(HeartbeatDue, (heartbeatInterval.toNanos * random.nextDouble()).toLong.nanos),
+      statsDueAt = schedule(StatsDue, (statsInterval.toNanos * random.nextDouble()).toLong.nanos))
     if s.announcedSeq > s.configSeq then startDownload(s) else reporting(s)
+
+  /** Starts a timer; returns when it is meant to fire (System.nanoTime). */
+  private def schedule(tick: Command, delay: FiniteDuration): Long =
+    timers.startSingleTimer(tick, delay)
+    System.nanoTime() + delay.toNanos
+
+  /** Records how late this send left against its intended time, and schedules the next one an
+    * interval after the intended time, not the actual one: an overloaded simulator then shows as
+    * lateness instead of quietly sending less (coordinated omission). More than an interval behind,
+    * it starts afresh from now rather than firing a burst to catch up.
+    */
+  private def scheduleNext(tick: Command, kind: MessageKind, dueAt: Long, interval: FiniteDuration): Long =
+    val now = System.nanoTime()
+    events.late(kind, now - dueAt)
+    val next = dueAt + settings.jittered(interval, random.nextDouble()).toNanos
+    val from = if next < now - interval.toNanos then now else next
+    timers.startSingleTimer(tick, (from - now).max(0).nanos)
+    from
 
   private def startDownload(s: Session): Behavior[Command] =
     send(s.channel, Request(MessageKind.Config, Protocol.configPath(identity.mac), None))(ConfigReplied(s.number, _))

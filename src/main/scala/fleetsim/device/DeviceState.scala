@@ -1,5 +1,7 @@
 package fleetsim.device
 
+import fleetsim.protocol.MessageKind
+
 /** The lifecycle states, named as in the design notes and the summary. */
 enum DeviceState:
   case Discovering, Tunneling, Reporting, ConfigDownloading, Backoff
@@ -12,3 +14,5 @@ trait DeviceEvents:
   def moved(from: Option[DeviceState], to: DeviceState): Unit
   /** The device stopped while in `state`. */
   def stopped(state: DeviceState): Unit
+  /** A scheduled send of `kind` left this long after the time it was scheduled for. */
+  def late(kind: MessageKind, nanos: Long): Unit

@@ -3,31 +3,58 @@ package fleetsim.metrics
 import fleetsim.device.{DeviceEvents, DeviceState}
 import fleetsim.protocol.MessageKind
 import fleetsim.transport.{FailureReason, Reply}
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry
+import io.micrometer.core.instrument.{FunctionCounter, Gauge, MeterRegistry, Timer}
 import org.HdrHistogram.{Histogram, Recorder}
 
+import java.time.Duration
+import java.util.concurrent.TimeUnit.NANOSECONDS
 import java.util.concurrent.atomic.LongAdder
 
-/** The fleet's figures, kept by group (state, message kind, outcome), never per device, so their
-  * number does not grow with the fleet. Writers are lock-free; [[snapshot]] is for one reader.
+/** The fleet's figures, kept by group (state, message kind, outcome, transition), never per device,
+  * so their number does not grow with the fleet. Writers are lock-free; [[snapshot]] is for one
+  * reader. Every figure is also a Micrometer meter in `registry` (an empty composite registers
+  * nothing and costs next to nothing), named `fleetsim.*`.
   */
-final class FleetMetrics extends DeviceEvents:
-  private val states = Array.fill(DeviceState.values.length)(LongAdder())
-  private val transitions = Array.fill(DeviceState.values.length, DeviceState.values.length)(LongAdder())
-  private val kinds = MessageKind.values.map(_ => KindCounters())
-  private val tunnelsOpened = LongAdder()
-  private val tunnelsUp = LongAdder()
-  private val tunnelFailures = FailureReason.values.map(_ => LongAdder())
-  private val handshakeMicros = Recorder(3)
-  private val handshakeTotal = Histogram(3)
+final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) extends DeviceEvents:
+  import FleetMetrics.*
 
-  private final class KindCounters:
-    val sent = LongAdder()
-    val ok = LongAdder()
-    val forbidden = LongAdder()
-    val failed = FailureReason.values.map(_ => LongAdder())
+  private val states = DeviceState.values.map { s =>
+    val count = LongAdder()
+    Gauge.builder("fleetsim.devices", count, (c: LongAdder) => c.sum.toDouble).tag("state", s.toString)
+      .description("devices per lifecycle state").register(registry)
+    count
+  }
+  private val transitions = DeviceState.values.map(from => DeviceState.values.map(to =>
+    counter("fleetsim.transitions", "state transitions", "from" -> from.toString, "to" -> to.toString)))
+  private val kinds = MessageKind.values.map(KindFigures(_))
+  private val tunnelsOpened = counter("fleetsim.tunnels.opened", "tunnels opened")
+  private val tunnelsUp = LongAdder()
+  Gauge.builder("fleetsim.tunnels.up", tunnelsUp, (c: LongAdder) => c.sum.toDouble).description("tunnels up").register(registry)
+  private val tunnelFailures = FailureReason.values.map(r => counter("fleetsim.tunnels.failed", "failed tunnel opens", "reason" -> r.key))
+  private val handshakes = Timing(timer("fleetsim.handshake", "SSH handshake time, including the wait for a slot"))
+
+  private final class KindFigures(kind: MessageKind):
+    private def outcome(name: String) = counter("fleetsim.messages", "replies by outcome", "kind" -> kind.key, "outcome" -> name)
+    val sent = counter("fleetsim.messages.sent", "calls sent", "kind" -> kind.key)
+    val ok = outcome("ok")
+    val forbidden = outcome("forbidden")
+    val failed = FailureReason.values.map(r => outcome(r.key))
     val inFlight = LongAdder()
-    val latencyMicros = Recorder(3)
-    val total = Histogram(3)
+    val latency = Timing(timer("fleetsim.latency", "reply latency", "kind" -> kind.key))
+    val lateness = Timing(timer("fleetsim.lateness", "how late scheduled sends left", "kind" -> kind.key))
+
+  private def counter(name: String, help: String, tags: (String, String)*): LongAdder =
+    val count = LongAdder()
+    tags.foldLeft(FunctionCounter.builder(name, count, (c: LongAdder) => c.sum.toDouble))((b, t) => b.tag(t._1, t._2))
+      .description(help).register(registry)
+    count
+
+  private def timer(name: String, help: String, tags: (String, String)*): Timer =
+    tags.foldLeft(Timer.builder(name))((b, t) => b.tag(t._1, t._2))
+      .description(help).serviceLevelObjectives(Buckets*).register(registry)
+
+  // ---- writers: devices, transports and tunnels ----
 
   def moved(from: Option[DeviceState], to: DeviceState): Unit =
     from.foreach { s =>
@@ -37,6 +64,8 @@ final class FleetMetrics extends DeviceEvents:
     states(to.ordinal).increment()
 
   def stopped(state: DeviceState): Unit = states(state.ordinal).decrement()
+
+  def late(kind: MessageKind, nanos: Long): Unit = kinds(kind.ordinal).lateness.record(nanos)
 
   def sent(kind: MessageKind): Unit =
     val k = kinds(kind.ordinal)
@@ -49,16 +78,19 @@ final class FleetMetrics extends DeviceEvents:
       case Reply.Ok(_) => k.ok.increment()
       case Reply.Forbidden => k.forbidden.increment()
       case Reply.Failed(reason) => k.failed(reason.ordinal).increment()
-    k.latencyMicros.recordValue((latencyNanos / 1000).max(0))
+    k.latency.record(latencyNanos)
     k.inFlight.decrement()
 
   def tunnelOpened(handshakeNanos: Long): Unit =
     tunnelsOpened.increment()
     tunnelsUp.increment()
-    handshakeMicros.recordValue((handshakeNanos / 1000).max(0))
+    handshakes.record(handshakeNanos)
 
   def tunnelFailed(reason: FailureReason): Unit = tunnelFailures(reason.ordinal).increment()
   def tunnelClosed(): Unit = tunnelsUp.decrement()
+
+  // ---- readers ----
+
   def tunnelsUpNow: Long = tunnelsUp.sum
 
   /** Requests sent and not yet answered, across all kinds. */
@@ -71,35 +103,60 @@ final class FleetMetrics extends DeviceEvents:
   def snapshot(): MetricsSnapshot = synchronized {
     val byKind = MessageKind.values.map { kind =>
       val k = kinds(kind.ordinal)
-      val interval = k.latencyMicros.getIntervalHistogram()
-      k.total.add(interval)
+      val (recent, overall) = k.latency.take()
+      val (recentLateness, overallLateness) = k.lateness.take()
       kind -> KindSnapshot(
         sent = k.sent.sum,
         ok = k.ok.sum,
         forbidden = k.forbidden.sum,
         failures = FailureReason.values.map(r => r -> k.failed(r.ordinal).sum).toMap,
-        recent = Latency.of(interval),
-        overall = Latency.of(k.total))
+        recent = recent,
+        overall = overall,
+        recentLateness = recentLateness,
+        overallLateness = overallLateness)
     }.toMap
-    val handshakes = handshakeMicros.getIntervalHistogram()
-    handshakeTotal.add(handshakes)
-    val retunnels = Seq(DeviceState.Reporting, DeviceState.ConfigDownloading).map(s => transitions(s.ordinal)(DeviceState.Tunneling.ordinal).sum).sum
+    val (recentHandshakes, allHandshakes) = handshakes.take()
     val tunnels = TunnelSnapshot(
       opened = tunnelsOpened.sum,
       up = tunnelsUp.sum,
-      retunnels = retunnels,
+      retunnels = Seq(DeviceState.Reporting, DeviceState.ConfigDownloading)
+        .map(s => transitions(s.ordinal)(DeviceState.Tunneling.ordinal).sum).sum,
       failures = FailureReason.values.map(r => r -> tunnelFailures(r.ordinal).sum).toMap,
-      recent = Latency.of(handshakes),
-      overall = Latency.of(handshakeTotal))
-    MetricsSnapshot(devicesByState, byKind, tunnels)
+      recent = recentHandshakes,
+      overall = allHandshakes)
+    val moves = for from <- DeviceState.values; to <- DeviceState.values yield (from, to) -> transitions(from.ordinal)(to.ordinal).sum
+    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap)
   }
 
-/** Latency percentiles in milliseconds. */
-final case class Latency(p50: Double, p99: Double, max: Double, count: Long)
+object FleetMetrics:
+  /** Histogram buckets for Prometheus: fixed, so the number of series is too. */
+  private val Buckets: Seq[Duration] = Seq(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000).map(Duration.ofMillis(_))
+
+  /** A time kept twice: in HdrHistograms for exact percentiles (since the last look, and overall),
+    * and in a Micrometer timer for exporters.
+    */
+  private final class Timing(timer: Timer):
+    private val recorder = Recorder(3)
+    private val overall = Histogram(3)
+
+    def record(nanos: Long): Unit =
+      val n = nanos.max(0)
+      recorder.recordValue(n / 1000)
+      timer.record(n, NANOSECONDS)
+
+    /** (since the last take, since the start); for one reader at a time. */
+    def take(): (Latency, Latency) =
+      val interval = recorder.getIntervalHistogram()
+      overall.add(interval)
+      (Latency.of(interval), Latency.of(overall))
+
+/** Percentiles of a time, in milliseconds. */
+final case class Latency(p50: Double, p90: Double, p99: Double, max: Double, count: Long)
 object Latency:
   def of(h: Histogram): Latency =
     def ms(micros: Long) = math.round(micros / 10.0) / 100.0
-    Latency(ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(99)), ms(h.getMaxValue), h.getTotalCount)
+    Latency(ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(90)), ms(h.getValueAtPercentile(99)), ms(h.getMaxValue),
+      h.getTotalCount)
 
 final case class KindSnapshot(
     sent: Long,
@@ -107,7 +164,9 @@ final case class KindSnapshot(
     forbidden: Long,
     failures: Map[FailureReason, Long],
     recent: Latency,
-    overall: Latency):
+    overall: Latency,
+    recentLateness: Latency,
+    overallLateness: Latency):
   def failed: Long = failures.values.sum
 
 /** Tunnels: opened so far, up now, re-tunnels (Reporting back to Tunneling), failed opens by reason,
@@ -121,6 +180,10 @@ final case class TunnelSnapshot(
     recent: Latency,
     overall: Latency)
 
-final case class MetricsSnapshot(byState: Map[DeviceState, Long], byKind: Map[MessageKind, KindSnapshot], tunnels: TunnelSnapshot):
+final case class MetricsSnapshot(
+    byState: Map[DeviceState, Long],
+    byKind: Map[MessageKind, KindSnapshot],
+    tunnels: TunnelSnapshot,
+    transitions: Map[(DeviceState, DeviceState), Long]):
   def devices: Long = byState.values.sum
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum

@@ -25,3 +25,8 @@ object ProcessWatch:
   def openFiles: Option[Long] = ManagementFactory.getOperatingSystemMXBean match
     case unix: com.sun.management.UnixOperatingSystemMXBean => Some(unix.getOpenFileDescriptorCount)
     case _ => None
+
+  /** This process's CPU use over the recent past, in percent of one core times the cores. */
+  def cpuPercent: Double = ManagementFactory.getOperatingSystemMXBean match
+    case os: com.sun.management.OperatingSystemMXBean => (os.getProcessCpuLoad.max(0) * 1000).round / 10.0
+    case _ => 0

@@ -69,9 +69,11 @@ object Summary:
   private def failures(byReason: Map[FailureReason, Long]) =
     ListMap.from(FailureReason.values.map(r => r.key -> byReason(r)).filter(_._2 > 0))
 
+  val FileName = "summary.json"
+
   def write(summary: Summary, dir: Path): Path =
     Files.createDirectories(dir)
-    val file = dir.resolve("summary.json")
+    val file = dir.resolve(FileName)
     Files.write(file, writeToArray(summary, WriterConfig.withIndentionStep(2)))
     file
 

@@ -73,6 +73,15 @@ class CliSpec extends AnyWordSpec with Eventually:
       finally taken.close()
     }
 
+    "name the dashboard's port and its flag when that one is taken" in {
+      val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
+      try
+        val f = fleetsim("run", "--dashboard-port", taken.getLocalPort.toString, "--duration", "1s", "--results", tempDir().toString)
+        assert(f.code == 1, f.err)
+        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} (dashboard) is already in use: choose another with --dashboard-port (0 picks a free one)")
+      finally taken.close()
+    }
+
     "name the SSH port and its flag when that one is taken" in {
       val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
       try
@@ -117,6 +126,8 @@ class CliSpec extends AnyWordSpec with Eventually:
       val f = fleetsim("run", "--devices", "20", "--duration", "4s", "--heartbeat-interval", "1s", "--stats-interval", "1s", "--results", dir.toString)
       assert(f.code == 0, f.err)
       assert(f.out.contains("Reporting 20"), f.out)
+      assert("fleetsim: dashboard on http://127\\.0\\.0\\.1:\\d+/".r.findFirstIn(f.out).isDefined, f.out)
+      assert(Files.exists(dir.resolve("report.html")) && Files.exists(dir.resolve("timeseries.jsonl")) && Files.exists(dir.resolve("config.json")))
       val summary = Summary.read(dir.resolve("summary.json"))
       assert(summary.run.stopReason == "duration reached")
       assert(summary.devices.target == 20 && summary.devices.byState("Reporting") == 20)
@@ -136,6 +147,23 @@ class CliSpec extends AnyWordSpec with Eventually:
       val summary = Summary.read(dir.resolve("summary.json"))
       assert(summary.run.stopReason == "interrupted")
       assert(summary.devices.target == 10)
+      assert("\"stopReason\"\\s*:\\s*\"interrupted\"".r.findFirstIn(Files.readString(dir.resolve("report.html"))).isDefined)
+    }
+
+    "leave its time series when killed outright, for `fleetsim report DIR` to rebuild the page from" in {
+      val dir = tempDir().resolve("run")
+      val p = start("run", "--devices", "10", "--heartbeat-interval", "1s", "--results", dir.toString)
+      val out = BufferedReader(InputStreamReader(p.getInputStream))
+      eventually(assert(Option(out.readLine()).exists(_.contains("Reporting 10"))))
+      eventually(assert(Files.readAllLines(dir.resolve("timeseries.jsonl")).size >= 2))
+      p.destroyForcibly() // SIGKILL: no shutdown hook, no summary
+      assert(p.waitFor(30, TimeUnit.SECONDS))
+      assert(!Files.exists(dir.resolve("summary.json")) && !Files.exists(dir.resolve("report.html")))
+      val f = fleetsim("report", dir.toString)
+      assert(f.code == 0, f.err)
+      val page = Files.readString(dir.resolve("report.html"))
+      assert(page.contains("\"summary\":null") && page.contains("\"Reporting\":10"))
+      assertUsageError(fleetsim("report", tempDir().toString), "holds no timeseries.jsonl")
     }
   }
 

@@ -61,6 +61,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
   private final class Probed(moves: ActorRef[Moved]) extends DeviceEvents:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
+    def late(kind: MessageKind, nanos: Long): Unit = ()
 
   private class Fixture(withTunnels: Boolean = false):
     val calls = TestProbe[Call]()

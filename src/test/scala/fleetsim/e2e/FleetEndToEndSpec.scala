@@ -15,6 +15,7 @@ import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
 import java.net.URI
+import java.nio.file.Files
 import java.net.http.{HttpClient, HttpRequest, HttpResponse}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
@@ -31,6 +32,7 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
       fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s }
       fleetsim.http.request-timeout = 2s
       fleetsim.device.backoff { min = 100ms, max = 1s }
+      fleetsim.run.results-dir = "${Files.createTempDirectory("fleetsim-e2e")}"
       $extra
       """).withFallback(ConfigFactory.load()).resolve()
 

@@ -68,6 +68,7 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfter
           known-hosts = "$dir/known_hosts"
         }
         fleetsim.device.backoff { min = 200ms, max = 2s }
+        fleetsim.run.results-dir = "$dir/results"
         """).withFallback(ConfigFactory.load()).resolve()
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)

@@ -29,6 +29,7 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
       fleetsim.ssh { known-hosts = "$state/known_hosts", max-handshakes = 16 }
       fleetsim.http.request-timeout = 3s
       fleetsim.device.backoff { min = 200ms, max = 2s }
+      fleetsim.run.results-dir = "${Files.createTempDirectory(state, "results")}"
       $extra
       """).withFallback(ConfigFactory.load()).resolve()
 

@@ -1,7 +1,7 @@
 package fleetsim.transport.ssh
 
 import com.typesafe.config.Config
-import fleetsim.finiteDuration
+import fleetsim.{finiteDuration, hostPort}
 
 import org.apache.sshd.common.NamedResource
 import org.apache.sshd.common.config.keys.KeyUtils
@@ -79,11 +79,3 @@ object SshSettings:
       try SecurityUtils.loadKeyPairIdentities(null, NamedResource.ofName(file.toString), Files.newInputStream(file), null)
       catch case e: Exception => throw IllegalArgumentException(s"cannot read SSH key '$file': ${e.getMessage}")
     Option(keys).flatMap(_.asScala.headOption).getOrElse(throw IllegalArgumentException(s"no private key in '$file'"))
-
-  /** "host:port" as a pair, or a message naming the setting. */
-  def hostPort(text: String, setting: String): (String, Int) =
-    val at = text.lastIndexOf(':')
-    val port = if at > 0 then text.substring(at + 1).toIntOption.filter(p => p > 0 && p <= 65535) else None
-    port match
-      case Some(p) => (text.substring(0, at).stripPrefix("[").stripSuffix("]"), p)
-      case None => throw IllegalArgumentException(s"$setting must look like HOST:PORT, e.g. 127.0.0.1:2222 (got '$text')")

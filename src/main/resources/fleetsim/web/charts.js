@@ -1,0 +1,118 @@
+// fleetsim's charts, shared by the live dashboard and report.html: one sample a second in, charts out.
+// Needs Chart.js (served from the jar, or inlined into the report). Aggregates only, never devices.
+"use strict";
+
+window.FleetsimCharts = function (root, options) {
+  const maxPoints = (options && options.maxPoints) || Infinity;
+  const kinds = ["join", "heartbeat", "stats", "config"];
+  const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff"];
+  const colours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+  const charts = {};
+
+  function chart(id, title, unit, names) {
+    const box = document.createElement("div");
+    box.className = "chart";
+    const canvas = document.createElement("canvas");
+    canvas.id = "chart-" + id;
+    box.appendChild(canvas);
+    root.appendChild(box);
+    const c = new Chart(canvas, {
+      type: "line",
+      data: { datasets: [] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false, normalized: true,
+        elements: { point: { radius: 0 }, line: { borderWidth: 1.5 } },
+        plugins: { title: { display: true, text: title + (unit ? " (" + unit + ")" : "") }, legend: { labels: { boxWidth: 12 } } },
+        scales: { x: { type: "linear", title: { display: true, text: "s" } }, y: { beginAtZero: true } }
+      }
+    });
+    const series = {};
+    function line(name) {
+      if (!(name in series)) {
+        series[name] = c.data.datasets.length;
+        const colour = colours[c.data.datasets.length % colours.length];
+        c.data.datasets.push({ label: name, data: [], borderColor: colour, backgroundColor: colour });
+      }
+      return c.data.datasets[series[name]].data;
+    }
+    (names || []).forEach(line);
+    charts[id] = {
+      chart: c,
+      put: function (x, name, y) {
+        const data = line(name);
+        data.push({ x: x, y: y });
+        if (data.length > maxPoints) data.shift();
+      }
+    };
+    return charts[id];
+  }
+
+  const devices = chart("devices", "Devices per state", "", states);
+  const messages = chart("messages", "Replies per second by kind (ok)", "1/s", kinds);
+  const errors = chart("errors", "Errors and 403s per second by kind", "1/s", []);
+  const p99 = chart("latency", "Latency p99 by kind", "ms", kinds);
+  const perKind = {};
+  kinds.forEach(function (k) { perKind[k] = chart("latency-" + k, "Latency of " + k, "ms", ["p50", "p90", "p99", "max"]); });
+  const lateness = chart("lateness", "Lateness of scheduled sends, p99", "ms", ["heartbeat", "stats"]);
+  const transitions = chart("transitions", "State transitions per second", "1/s", []);
+  const recovery = chart("recovery", "Backoffs and re-tunnels per second", "1/s", ["backoffs", "re-tunnels"]);
+  let tunnels = null;
+  const threads = chart("threads", "Process: threads and open files", "", ["threads", "open files"]);
+  const memory = chart("memory", "Process: heap", "MiB", ["heap used"]);
+  const cpu = chart("cpu", "Process: CPU and GC", "% / ms per s", ["cpu %", "gc ms/s"]);
+
+  function number(id, value) {
+    const el = document.getElementById(id);
+    if (el) el.textContent = value;
+  }
+
+  function put(s) {
+    const x = Math.round(s.elapsedS * 10) / 10;
+    states.forEach(function (st) { devices.put(x, st, s.devices[st] || 0); });
+    kinds.forEach(function (k) {
+      const r = s.rates[k];
+      messages.put(x, k, r.ok);
+      errors.put(x, k + " failed", r.failed);
+      errors.put(x, k + " 403", r.forbidden);
+      const l = s.latencyMs[k];
+      p99.put(x, k, l.p99);
+      perKind[k].put(x, "p50", l.p50);
+      perKind[k].put(x, "p90", l.p90);
+      perKind[k].put(x, "p99", l.p99);
+      perKind[k].put(x, "max", l.max);
+    });
+    Object.keys(s.latenessMs).forEach(function (k) { lateness.put(x, k, s.latenessMs[k].p99); });
+    let backoffs = 0;
+    Object.keys(s.transitions).forEach(function (t) {
+      transitions.put(x, t.replace(">", " → "), s.transitions[t]);
+      if (t.endsWith(">Backoff")) backoffs += s.transitions[t];
+    });
+    recovery.put(x, "backoffs", backoffs);
+    recovery.put(x, "re-tunnels", s.tunnels ? s.tunnels.retunnelsPerS : 0);
+    if (s.tunnels) {
+      if (!tunnels) tunnels = chart("tunnels", "Tunnels", "", ["up", "opening"]);
+      tunnels.put(x, "up", s.tunnels.up);
+      tunnels.put(x, "opening", s.tunnels.opening);
+    }
+    threads.put(x, "threads", s.process.threads);
+    threads.put(x, "open files", s.process.openFiles);
+    memory.put(x, "heap used", Math.round(s.process.heapUsedBytes / 1048576));
+    cpu.put(x, "cpu %", s.process.cpuPct);
+    cpu.put(x, "gc ms/s", s.process.gcMsPerS);
+
+    states.forEach(function (st) { number("state-" + st, s.devices[st] || 0); });
+    number("running", Object.values(s.devices).reduce(function (a, b) { return a + b; }, 0));
+    number("target", s.target);
+    number("rate", Math.round(Object.values(s.rates).reduce(function (a, r) { return a + r.ok + r.forbidden + r.failed; }, 0)));
+    number("errors", s.errors);
+  }
+
+  function redraw() { Object.values(charts).forEach(function (c) { c.chart.update("none"); }); }
+
+  return {
+    charts: charts,
+    samples: 0,
+    add: function (s) { put(s); this.samples++; redraw(); },
+    addAll: function (list) { list.forEach(put); this.samples += list.length; redraw(); }
+  };
+};

@@ -1,0 +1,55 @@
+package fleetsim.metrics
+
+import fleetsim.controller.ControllerCounts
+import fleetsim.protocol.MessageKind
+import io.micrometer.core.instrument.binder.jvm.{JvmGcMetrics, JvmMemoryMetrics, JvmThreadMetrics}
+import io.micrometer.core.instrument.binder.system.{FileDescriptorMetrics, ProcessorMetrics, UptimeMetrics}
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry
+import io.micrometer.core.instrument.{FunctionCounter, Gauge}
+import io.micrometer.prometheusmetrics.{PrometheusConfig, PrometheusMeterRegistry}
+import io.micrometer.statsd.{StatsdConfig, StatsdFlavor, StatsdMeterRegistry}
+
+/** Where the figures go besides the summary: Prometheus (scraped from the dashboard's /metrics)
+  * and StatsD (pushed), each optional. With neither, the registry is an empty composite and
+  * metering costs next to nothing.
+  */
+final class Exporters private (val prometheus: Option[PrometheusMeterRegistry], statsd: Option[StatsdMeterRegistry]):
+  val registry: CompositeMeterRegistry = CompositeMeterRegistry()
+  (prometheus ++ statsd).foreach(registry.add)
+  if prometheus.nonEmpty || statsd.nonEmpty then
+    Seq(JvmThreadMetrics(), JvmMemoryMetrics(), JvmGcMetrics(), ProcessorMetrics(), FileDescriptorMetrics(), UptimeMetrics())
+      .foreach(_.bindTo(registry))
+
+  /** Meters hold their sources weakly: these are held here, for as long as the exporters live. */
+  @volatile private var sources = List.empty[AnyRef]
+
+  /** The embedded reference controller's own tallies, in the same registry. */
+  def bindController(counts: () => ControllerCounts): Unit =
+    sources ::= counts
+    for kind <- MessageKind.values.map(_.key) do
+      FunctionCounter.builder("fleetsim.controller.received", counts, (c: () => ControllerCounts) => c().received(kind).toDouble)
+        .tag("kind", kind).description("calls the controller answered 200").register(registry)
+      FunctionCounter.builder("fleetsim.controller.tunnelled", counts, (c: () => ControllerCounts) => c().tunnelled(kind).toDouble)
+        .tag("kind", kind).description("of those, calls that came through an SSH tunnel").register(registry)
+    Gauge.builder("fleetsim.controller.devices", counts, (c: () => ControllerCounts) => c().registered.toDouble)
+      .description("devices registered with the controller").register(registry)
+    Gauge.builder("fleetsim.controller.ssh.sessions", counts, (c: () => ControllerCounts) => c().sshSessions.toDouble)
+      .description("open SSH sessions at the controller").register(registry)
+
+  def close(): Unit = registry.close()
+
+object Exporters:
+  /** @param statsd HOST:PORT of a StatsD agent (Etsy flavour: what Graphite's statsd speaks) */
+  def apply(prometheus: Boolean, statsd: Option[(String, Int)]): Exporters =
+    new Exporters(
+      Option.when(prometheus)(PrometheusMeterRegistry(PrometheusConfig.DEFAULT)),
+      statsd.map { (agentHost, agentPort) =>
+        val config = new StatsdConfig:
+          def get(key: String): String = null
+          override def flavor = StatsdFlavor.ETSY
+          override def host = agentHost
+          override def port = agentPort
+          override def step = java.time.Duration.ofSeconds(1)
+          override def pollingFrequency = java.time.Duration.ofSeconds(1) // gauges and counters read once a second
+        StatsdMeterRegistry(config, io.micrometer.core.instrument.Clock.SYSTEM)
+      })

@@ -1,0 +1,84 @@
+package fleetsim.metrics
+
+import com.github.plokhotnyuk.jsoniter_scala.core.JsonValueCodec
+import com.github.plokhotnyuk.jsoniter_scala.macros.{CodecMakerConfig, JsonCodecMaker}
+import fleetsim.device.DeviceState
+import fleetsim.protocol.MessageKind
+
+import java.lang.management.ManagementFactory
+import scala.collection.immutable.ListMap
+import scala.jdk.CollectionConverters.*
+
+/** One second of a run, as the status line, the dashboard, the time-series file and the report all
+  * see it. Rates are per second over the interval since the previous sample; `errors` (403s and
+  * failures) counts since the start; times in ms.
+  */
+final case class Sample(
+    t: Long,
+    elapsedS: Double,
+    target: Int,
+    devices: Map[String, Long],
+    rates: Map[String, Rates],
+    errors: Long,
+    latencyMs: Map[String, Percentiles],
+    latenessMs: Map[String, Percentiles],
+    transitions: Map[String, Double],
+    tunnels: Option[TunnelSample],
+    process: ProcessSample):
+  def running: Long = devices.values.sum
+  def repliesPerS: Double = rates.values.map(r => r.ok + r.forbidden + r.failed).sum
+
+final case class Rates(sent: Double, ok: Double, forbidden: Double, failed: Double)
+final case class Percentiles(p50: Double, p90: Double, p99: Double, max: Double)
+final case class TunnelSample(up: Long, opening: Long, retunnels: Long, retunnelsPerS: Double, handshakeP99Ms: Double)
+final case class ProcessSample(threads: Int, heapUsedBytes: Long, gcMsPerS: Double, cpuPct: Double, openFiles: Long)
+
+object Sample:
+  given JsonValueCodec[Sample] = JsonCodecMaker.make(CodecMakerConfig.withTransientEmpty(false).withTransientDefault(false))
+
+/** Turns the metrics' running totals into one [[Sample]] per call, with rates since the last call.
+  * For one caller (the run's once-a-second tick).
+  */
+final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, tunnels: Boolean):
+  private val started = System.nanoTime()
+  private var last = System.nanoTime()
+  private var previous: Option[MetricsSnapshot] = None
+  private val gc = ManagementFactory.getGarbageCollectorMXBeans.asScala
+  private var lastGcMs = gcMs
+
+  def sample(): Sample = synchronized {
+    val now = System.nanoTime()
+    val seconds = ((now - last) / 1e9).max(1e-3)
+    val s = metrics.snapshot()
+    def rate(f: MetricsSnapshot => Long) = (f(s) - previous.fold(0L)(f)) / seconds
+    val kinds = MessageKind.values.toSeq
+    val rates = ListMap.from(kinds.map { k =>
+      k.key -> Rates(rate(_.byKind(k).sent), rate(_.byKind(k).ok), rate(_.byKind(k).forbidden), rate(_.byKind(k).failed))
+    })
+    val moves = ListMap.from(s.transitions.toSeq.sortBy((k, _) => (k._1.ordinal, k._2.ordinal)).collect {
+      case (key @ (from, to), _) if rate(_.transitions(key)) > 0 => s"$from>$to" -> rate(_.transitions(key))
+    })
+    val figures = process.sample()
+    val gcNow = gcMs
+    val sample = Sample(
+      t = System.currentTimeMillis(),
+      elapsedS = (now - started) / 1e9,
+      target = target,
+      devices = ListMap.from(DeviceState.values.map(st => st.toString -> s.byState(st))),
+      rates = rates,
+      errors = s.total(k => k.forbidden + k.failed),
+      latencyMs = ListMap.from(kinds.map(k => k.key -> percentiles(s.byKind(k).recent))),
+      latenessMs = ListMap.from(Seq(MessageKind.Heartbeat, MessageKind.Stats).map(k => k.key -> percentiles(s.byKind(k).recentLateness))),
+      transitions = moves,
+      tunnels = Option.when(tunnels)(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels,
+        rate(_.tunnels.retunnels), s.tunnels.recent.p99)),
+      process = ProcessSample(figures.threads, figures.heapUsedBytes, (gcNow - lastGcMs) / seconds, ProcessWatch.cpuPercent,
+        ProcessWatch.openFiles.getOrElse(-1L)))
+    previous = Some(s)
+    last = now
+    lastGcMs = gcNow
+    sample
+  }
+
+  private def gcMs: Long = gc.map(_.getCollectionTime.max(0)).sum
+  private def percentiles(l: Latency) = Percentiles(l.p50, l.p90, l.p99, l.max)

@@ -1,0 +1,89 @@
+package fleetsim.web
+
+import com.github.plokhotnyuk.jsoniter_scala.core.writeToString
+import com.typesafe.config.Config
+import fleetsim.PortInUse
+import fleetsim.metrics.Sample
+import fleetsim.report.Assets
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.http.scaladsl.Http
+import org.apache.pekko.http.scaladsl.model.*
+import org.apache.pekko.http.scaladsl.model.sse.ServerSentEvent
+import org.apache.pekko.http.scaladsl.marshalling.sse.EventStreamMarshalling.*
+import org.apache.pekko.http.scaladsl.server.Directives.*
+import org.apache.pekko.http.scaladsl.server.Route
+import org.apache.pekko.stream.scaladsl.{BroadcastHub, Keep, Source}
+import org.apache.pekko.stream.{BoundedSourceQueue, OverflowStrategy}
+
+import java.net.InetSocketAddress
+import scala.collection.mutable
+import scala.concurrent.duration.*
+import scala.concurrent.{ExecutionContext, Future}
+
+/** Where the dashboard listens. Off (`enabled = false`) for runs that want no server at all. */
+final case class DashboardSettings(enabled: Boolean, host: String, port: Int):
+  require(port >= 0 && port <= 65535, "fleetsim.dashboard.port must be between 0 and 65535")
+
+object DashboardSettings:
+  def apply(config: Config): DashboardSettings =
+    val c = config.getConfig("fleetsim.dashboard")
+    DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"))
+
+/** The live dashboard: a page of charts fed one [[Sample]] a second over server-sent events, and
+  * `/metrics` for Prometheus. Aggregates only, so it is as light at a million devices as at ten.
+  */
+final class Dashboard private (binding: Http.ServerBinding, samples: BoundedSourceQueue[Sample], history: Dashboard.History):
+  def address: InetSocketAddress = binding.localAddress
+  def url: String = s"http://${address.getHostString}:${address.getPort}/"
+
+  def publish(sample: Sample): Unit =
+    history.add(sample)
+    samples.offer(sample) // a slow browser loses samples, never slows the run
+
+  def stop(): Future[Done] =
+    samples.complete()
+    binding.terminate(1.second).map(_ => Done)(using ExecutionContext.parasitic)
+
+object Dashboard:
+  /** A page opened mid-run starts with the last ten minutes. */
+  private final class History(size: Int):
+    private val samples = mutable.Queue.empty[Sample]
+    def add(s: Sample): Unit = synchronized {
+      samples.enqueue(s)
+      if samples.size > size then samples.dequeue()
+    }
+    def all: List[Sample] = synchronized(samples.toList)
+
+  def start(settings: DashboardSettings, runJson: String, prometheus: PrometheusMeterRegistry)(using system: ActorSystem[?]): Future[Dashboard] =
+    given ExecutionContext = system.executionContext
+    val history = History(600)
+    val (queue, live) = Source.queue[Sample](16).toMat(BroadcastHub.sink(bufferSize = 16))(Keep.both).run()
+    live.runWith(org.apache.pekko.stream.scaladsl.Sink.ignore) // keeps the hub draining when no page is open
+    val events = live
+      .map(s => ServerSentEvent(writeToString(s)))
+      .keepAlive(15.seconds, () => ServerSentEvent.heartbeat)
+    val route = routes(runJson, prometheus, history, events)
+    Http(system.classicSystem)
+      .newServerAt(settings.host, settings.port)
+      .bind(route)
+      .map(binding => Dashboard(binding, queue, history))
+      .recoverWith(PortInUse.whenBinding(settings.port, "dashboard"))
+
+  private def routes(runJson: String, prometheus: PrometheusMeterRegistry, history: History, events: Source[ServerSentEvent, ?]): Route =
+    def asset(path: String, contentType: ContentType.NonBinary) = complete(HttpEntity(contentType, Assets.text(path)))
+    val js = MediaTypes.`application/javascript`.withCharset(HttpCharsets.`UTF-8`)
+    get {
+      concat(
+        pathSingleSlash(asset("fleetsim/web/index.html", ContentTypes.`text/html(UTF-8)`)),
+        path("assets" / "chart.umd.js")(asset(Assets.ChartJs, js)),
+        path("assets" / "charts.js")(asset(Assets.Charts, js)),
+        path("assets" / "style.css")(asset(Assets.Style, MediaTypes.`text/css`.withCharset(HttpCharsets.`UTF-8`))),
+        path("api" / "run")(complete(HttpEntity(ContentTypes.`application/json`, runJson))),
+        path("api" / "samples")(complete(HttpEntity(ContentTypes.`application/json`, history.all.map(writeToString[Sample](_)).mkString("[", ",", "]")))),
+        path("events")(complete(events)),
+        path("metrics") {
+          complete(HttpEntity(ContentTypes.`text/plain(UTF-8)`, prometheus.scrape())) // Prometheus text format 0.0.4
+        })
+    }

@@ -1,0 +1,144 @@
+package fleetsim.e2e
+
+import com.typesafe.config.{Config, ConfigFactory}
+import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.device.DeviceState.Reporting
+import fleetsim.protocol.MessageKind
+import fleetsim.transport.FailureReason
+import org.apache.pekko.actor.typed.scaladsl.Behaviors
+import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
+import fleetsim.metrics.Sample
+import org.apache.pekko.actor.typed.{ActorRef, ActorSystem, Behavior, Props, SpawnProtocol}
+import org.apache.pekko.util.Timeout
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.net.{DatagramPacket, DatagramSocket, InetAddress}
+import java.nio.file.{Files, Path}
+import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** The fleet's figures as Prometheus sees them, and lateness as an overloaded simulator shows it. */
+class MetricsSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
+
+  private def config(devices: Int, extra: String = ""): Config =
+    ConfigFactory.parseString(s"""
+      fleetsim.fleet { devices = $devices, ramp-rate = 2000 }
+      fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s }
+      fleetsim.run.results-dir = "${Files.createTempDirectory("fleetsim-metrics")}"
+      $extra
+      """).withFallback(ConfigFactory.load()).resolve()
+
+  /** Runs a fleet until every device has reported a few times; returns what `inspect` makes of it. */
+  private def steadyRun[A](c: Config)(inspect: FleetRun => A): A =
+    var result = Option.empty[A]
+    withSystem(c) {
+      val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+      val devices = run.settings.fleet.devices
+      eventually(assert(run.metrics.devicesByState(Reporting) == devices))
+      val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
+      eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + 3 * devices))
+      result = Some(inspect(run))
+    }
+    result.get
+
+  "/metrics" should {
+    "parse as Prometheus text, and its counters agree with summary.json" in {
+      steadyRun(config(100)) { run =>
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        val scrape = Scrape.from(run.dashboard.get.url + "metrics")
+        for kind <- MessageKind.values.map(_.key) do
+          val m = summary.messages(kind)
+          withClue(s"$kind: ") {
+            assert(scrape("fleetsim_messages_sent_total", "kind" -> kind) == m.sent)
+            assert(scrape("fleetsim_messages_total", "kind" -> kind, "outcome" -> "ok") == m.ok)
+            assert(scrape("fleetsim_messages_total", "kind" -> kind, "outcome" -> "forbidden") == m.forbidden)
+            assert(FailureReason.values.map(r => scrape("fleetsim_messages_total", "kind" -> kind, "outcome" -> r.key)).sum == m.failed)
+            assert(scrape("fleetsim_latency_seconds_count", "kind" -> kind) == m.sent)
+            assert(scrape("fleetsim_controller_received_total", "kind" -> kind) == summary.controller.get.received(kind))
+          }
+        assert(scrape("jvm_threads_live_threads") > 0)
+        assert(scrape("process_files_open_files") > 0)
+        // Every metric the Grafana dashboard in the repo charts is one /metrics serves.
+        val grafana = Files.readString(Path.of("grafana", "fleetsim-dashboard.json"))
+        val charted = """\b(?:fleetsim|jvm|process)_[a-z_]+""".r.findAllIn(grafana).toSet
+        assert(charted.size > 10)
+        for name <- charted do assert(scrape.names(name).nonEmpty, s"the Grafana dashboard charts $name, which /metrics lacks")
+      }
+    }
+
+    "have as many fleetsim series for 2,000 devices as for 100" in {
+      def series(devices: Int) = steadyRun(config(devices))(run => Scrape.from(run.dashboard.get.url + "metrics").names("fleetsim_"))
+      val small = series(100)
+      val large = series(2000)
+      assert(small.nonEmpty && small == large)
+    }
+  }
+
+  "--statsd" should {
+    "push the same metrics to a StatsD agent" in {
+      val agent = DatagramSocket(0, InetAddress.getLoopbackAddress)
+      agent.setSoTimeout(10000)
+      try
+        steadyRun(config(20, s"""fleetsim.metrics.statsd = "127.0.0.1:${agent.getLocalPort}"""")) { _ =>
+          val buffer = new Array[Byte](65536)
+          val lines = Iterator.continually {
+            val packet = DatagramPacket(buffer, buffer.length)
+            agent.receive(packet) // gives up after the socket's timeout
+            String(packet.getData, 0, packet.getLength).linesIterator.toList
+          }.flatten
+          // Etsy flavour: tags folded into the name, e.g. fleetsimMessages.kind.heartbeat.outcome.ok.statistic.count:42|c
+          val deadline = 20.seconds.fromNow
+          val counter = """fleetsimMessages\.kind\.heartbeat\.outcome\.ok\.statistic\.count:[0-9.]+\|c"""
+          assert(lines.takeWhile(_ => deadline.hasTimeLeft()).exists(_.matches(counter)), "no heartbeat counter within 20 s")
+        }
+      finally agent.close()
+    }
+  }
+
+  "Lateness" should {
+    "rise when the simulator is starved of threads" in {
+      // One dispatcher thread for everything, then an actor that hogs it half a second at a time.
+      val c = config(200, "pekko.actor.default-dispatcher.fork-join-executor { parallelism-min = 1, parallelism-max = 1 }")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        val samples = LinkedBlockingQueue[Sample]()
+        run.onSample(samples.add)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 200))
+        def heartbeatLatenessP99(seconds: Int): Double =
+          samples.clear()
+          (1 to seconds).map(_ => Option(samples.poll(10, TimeUnit.SECONDS)).get.latenessMs("heartbeat").p99).max
+        val calm = heartbeatLatenessP99(3)
+        val hog: ActorRef[Hog.Command] = Await.result(summon[ActorSystem[SpawnProtocol.Command]].ask[ActorRef[Hog.Command]](
+          SpawnProtocol.Spawn(Hog(), "hog", Props.empty, _))(using Timeout(5.seconds), summon[ActorSystem[SpawnProtocol.Command]].scheduler), 5.seconds)
+        hog ! Hog.Burn
+        heartbeatLatenessP99(1) // the second the hog started in
+        val starved = heartbeatLatenessP99(3)
+        hog ! Hog.Stop
+        assert(starved > 200 && starved > 4 * calm, s"heartbeat lateness p99: $calm ms calm, $starved ms starved")
+        Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
+
+/** Burns its dispatcher's thread for half a second, lets go for 50 ms, and again, until stopped:
+  * the devices' timers fire on time, but their messages wait for the thread.
+  */
+private object Hog:
+  sealed trait Command
+  case object Burn extends Command
+  case object Stop extends Command
+
+  def apply(): Behavior[Command] = Behaviors.withTimers { timers =>
+    Behaviors.receiveMessage {
+      case Burn =>
+        val end = System.nanoTime() + 500_000_000L
+        while System.nanoTime() < end do () // load, not a wait: the point is to keep the thread busy
+        timers.startSingleTimer(Burn, 50.millis)
+        Behaviors.same
+      case Stop => Behaviors.stopped
+    }
+  }

@@ -1,0 +1,89 @@
+package fleetsim.web
+
+import com.typesafe.config.ConfigFactory
+import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.device.DeviceState.Reporting
+import fleetsim.e2e.withSystem
+import org.openqa.selenium.chrome.{ChromeDriver, ChromeDriverService, ChromeOptions}
+import org.openqa.selenium.support.ui.WebDriverWait
+import org.openqa.selenium.{By, JavascriptExecutor, OutputType}
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.io.File
+import java.nio.file.{Files, Path, StandardCopyOption}
+import java.time.Duration
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** The dashboard and report.html in a real headless Chromium (Debian's chromium and
+  * chromium-driver). Screenshots land in target/screenshots/.
+  */
+class BrowserSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
+  private val screenshots = Files.createDirectories(Path.of("target", "screenshots"))
+
+  /** A fresh headless Chromium; `offline` also cuts it off from every network address. */
+  private def withBrowser(offline: Boolean)(test: ChromeDriver => Unit): Unit =
+    val options = ChromeOptions()
+      .setBinary("/usr/bin/chromium")
+      .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--window-size=1400,1600", s"--user-data-dir=${Files.createTempDirectory("fleetsim-chromium")}")
+    if offline then options.addArguments("--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9")
+    val service = ChromeDriverService.Builder().usingDriverExecutable(File("/usr/bin/chromedriver")).usingAnyFreePort().build()
+    val driver = ChromeDriver(service, options)
+    try test(driver)
+    finally driver.quit()
+
+  private def js(driver: ChromeDriver, script: String): AnyRef = driver.asInstanceOf[JavascriptExecutor].executeScript(script)
+
+  private def screenshot(driver: ChromeDriver, name: String): Unit =
+    Files.copy(driver.getScreenshotAs(OutputType.FILE).toPath, screenshots.resolve(name), StandardCopyOption.REPLACE_EXISTING)
+
+  private val results = Files.createTempDirectory("fleetsim-browser")
+  private val config = ConfigFactory.parseString(s"""
+    fleetsim.fleet { devices = 60, ramp-rate = 1000 }
+    fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s }
+    fleetsim.run.results-dir = "$results"
+    """).withFallback(ConfigFactory.load()).resolve()
+
+  "The live dashboard" should {
+    "load, receive live data within seconds, and show the fleet's devices per state" in {
+      withSystem(config) {
+        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 60))
+        withBrowser(offline = false) { driver =>
+          driver.get(run.dashboard.get.url)
+          WebDriverWait(driver, Duration.ofSeconds(20)).until(_ => js(driver, "return window.fleetsim && window.fleetsim.samples") match
+            case n: java.lang.Long => n >= 3
+            case _ => false)
+          eventually {
+            assert(driver.findElement(By.id("state-Reporting")).getText == run.metrics.devicesByState(Reporting).toString)
+            assert(driver.findElement(By.id("status")).getText == "live")
+          }
+          val points = js(driver, "return window.fleetsim.charts.devices.chart.data.datasets[2].data.length").asInstanceOf[java.lang.Long]
+          assert(points >= 3) // the Reporting line has live points
+          screenshot(driver, "dashboard.png")
+        }
+        Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
+
+  "report.html" should {
+    "open with no network at all and draw its charts" in {
+      val report = results.resolve("report.html")
+      assert(Files.exists(report), "the dashboard test's run writes it")
+      withBrowser(offline = true) { driver =>
+        driver.get(report.toUri.toString)
+        WebDriverWait(driver, Duration.ofSeconds(20)).until(_ => js(driver, "return window.fleetsimReport !== undefined") == java.lang.Boolean.TRUE)
+        assert(js(driver, "return window.fleetsimReport.samples").asInstanceOf[java.lang.Long] >= 3)
+        assert(js(driver, "return Object.keys(Chart.instances).length").asInstanceOf[java.lang.Long] >= 10)
+        assert(driver.findElement(By.id("state-Reporting")).getText == "60")
+        assert(driver.findElement(By.tagName("table")).getText.contains("heartbeat"))
+        screenshot(driver, "report.png")
+      }
+    }
+  }
