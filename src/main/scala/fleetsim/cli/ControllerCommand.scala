@@ -11,7 +11,7 @@ import scala.concurrent.duration.*
 /** `fleetsim controller`: the reference controller in its own process, until Ctrl-C. */
 object ControllerCommand:
   val Flags: Seq[Flag] =
-    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir)
+    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.Profile)
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("controller", Flags, args) match

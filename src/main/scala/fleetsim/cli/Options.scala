@@ -80,6 +80,7 @@ object Flag:
   val DashboardHost = Flag("dashboard-host", "fleetsim.dashboard.host", ValueKind.Text, "address the dashboard binds to")
   val DashboardPort = Flag("dashboard-port", "fleetsim.dashboard.port", ValueKind.Port, "port of the dashboard and /metrics")
   val Statsd = Flag("statsd", "fleetsim.metrics.statsd", ValueKind.HostPort, "also push the metrics to a StatsD agent at HOST:PORT")
+  val Profile = Flag("profile", "fleetsim.profile", ValueKind.Choice("large"), "a bundle of settings under yours: large (100,000 devices and up)")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
 
 /** What a command line asked for. */
@@ -100,12 +101,18 @@ object Options:
       val fromEnv = flags.flatMap(f => env.get(f.env).map(f -> _)).filterNot((f, _) => fromFlags.contains(f))
       for (flag, value) <- fromEnv; p <- flag.kind.problem(value) do throw UsageError(s"${flag.env}: $p", command)
       val overrides = (fromEnv ++ fromFlags).map((f, v) => f.path -> v).toMap
-      val layered = ConfigFactory
-        .parseMap(overrides.asJava)
-        .withFallback(configFile.fold(ConfigFactory.empty)(path => readFile(command, path)))
-        .withFallback(ConfigFactory.load())
-        .resolve()
+      val chosen = ConfigFactory.parseMap(overrides.asJava).withFallback(configFile.fold(ConfigFactory.empty)(path => readFile(command, path)))
+      val layered = chosen.withFallback(profile(command, chosen)).withFallback(ConfigFactory.load()).resolve()
       Parsed.Settings(layered)
+
+  /** The profile the user named, if any: a layer of settings under theirs and above the defaults. */
+  private def profile(command: String, chosen: Config): Config =
+    val name = if chosen.hasPath(Flag.Profile.path) then chosen.getString(Flag.Profile.path) else ""
+    if name.isEmpty then ConfigFactory.empty
+    else
+      Option(getClass.getClassLoader.getResource(s"fleetsim/profiles/$name.conf")) match
+        case Some(resource) => ConfigFactory.parseURL(resource)
+        case None => throw UsageError(s"no profile '$name' (there is: large)", command)
 
   /** The flags given, checked one by one, and the --config file if one was named. */
   private def collect(command: String, flags: Seq[Flag], args: List[String]): (Map[Flag, String], Option[String]) =

@@ -9,7 +9,7 @@ import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector, SpawnProto
 
 import java.io.PrintStream
 import scala.concurrent.duration.*
-import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.{Await, ExecutionContext}
 
 /** `fleetsim run`: a fleet for a while, a status line every second, a summary at the end, also
   * on Ctrl-C and SIGTERM (the summary is written in a coordinated-shutdown task).
@@ -19,7 +19,7 @@ object RunCommand:
     Flag.Devices, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
     Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport,
     Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
-    Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd)
+    Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason

@@ -26,7 +26,7 @@ object ProcessWatch:
     case unix: com.sun.management.UnixOperatingSystemMXBean => Some(unix.getOpenFileDescriptorCount)
     case _ => None
 
-  /** This process's CPU use over the recent past, in percent of one core times the cores. */
+  /** This process's recent CPU use, in percent of the whole machine (all cores = 100). */
   def cpuPercent: Double = ManagementFactory.getOperatingSystemMXBean match
     case os: com.sun.management.OperatingSystemMXBean => (os.getProcessCpuLoad.max(0) * 1000).round / 10.0
     case _ => 0

@@ -23,6 +23,14 @@ class OptionsSpec extends AnyWordSpec:
       assert(c.getString("fleetsim.http.request-timeout") == "9s")
       assert(c.getString("fleetsim.device.jitter") == "0.1")
     }
+    "put a profile under the user's own settings" in {
+      val large = settings("--profile", "large")()
+      assert(large.getString("fleetsim.controller.heartbeat-interval") == "60s")
+      assert(large.getInt("fleetsim.fleet.ramp-rate") == 10000)
+      assert(settings("--profile", "large", "--heartbeat-interval", "5s")().getString("fleetsim.controller.heartbeat-interval") == "5s")
+      assert(settings()().getString("fleetsim.controller.heartbeat-interval") == "10s")
+      assert(error("--profile", "huge").contains("one of large"))
+    }
     "say what is wrong with a bad value, naming the flag and what it expects" in {
       assert(error("--devices", "-5") == "--devices: '-5' is not a whole number of at least 1, like 1000")
       assert(error("--duration", "soon").startsWith("--duration: 'soon' is not a duration"))

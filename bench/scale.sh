@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Benchmark: how far one process goes. HTTP fleets with --profile large (heartbeat 60 s, stats every
+# 300 s) against the reference controller in its own process; for each size: live heap per device
+# (after a full GC, in steady state), threads, CPU per delivered message, messages/s, lateness of
+# scheduled sends, ramp time, and the controller's live heap per registered device. Appends a table
+# to BENCHMARKS.md, and a heap histogram of the largest fleet.
+#   bench/scale.sh [SIZES...]     default: 10000 100000 1000000
+# Settings: STEADY (steady state after the ramp, default 3m).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+sizes=("$@")
+[ $# -gt 0 ] || sizes=(10000 100000 1000000)
+steady="${STEADY:-3m}"
+
+(cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
+work="$(mktemp -d)"
+cp -r "$here/target/fleetsim.jar" "$here/target/lib" "$here/fleetsim" "$work/"
+mkdir -p "$work/target" && mv "$work/fleetsim.jar" "$work/lib" "$work/target/" && touch "$work/target/fleetsim.jar"
+mkdir -p "$work/src/main" && touch -d '2000-01-01' "$work/src/main" "$work/fleetsim" # the copied launcher must not rebuild
+results="$here/bench/results/scale-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$results"
+seconds() { python3 -c "import re; m=re.fullmatch(r'(\d+)([smh])','$1'); print(int(m[1])*{'s':1,'m':60,'h':3600}[m[2]])"; }
+live_heap() { # bytes of live heap after a full GC
+  jcmd "$1" GC.run > /dev/null
+  jcmd "$1" GC.heap_info | awk '/garbage-first heap|total/ && /used/ {for (i=1;i<=NF;i++) if ($i=="used") {v=$(i+1); sub("K","",v); print v*1024; exit}}'
+}
+
+rows=()
+for n in "${sizes[@]}"; do
+  java -Xmx6g -jar "$work/target/fleetsim.jar" controller --port 0 --profile large --state-dir "$work/controller" > "$results/$n-controller.log" 2>&1 &
+  controller=$!
+  for _ in $(seq 100); do grep -q "listening on" "$results/$n-controller.log" && break; sleep 0.2; done
+  url=$(grep -o 'http://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
+  ramp_s=$(( n / 10000 + 30 ))
+  total=$(( ramp_s + $(seconds "$steady") ))
+  cmd="./fleetsim run --profile large --controller $url --devices $n --dashboard off --duration ${total}s"
+  echo "bench: $cmd" >&2
+  (cd "$work" && ./fleetsim run --profile large --controller "$url" --devices "$n" --dashboard off --duration "${total}s" \
+     --results "$results/$n") > "$results/$n.log" 2>&1 &
+  launcher=$!
+  sleep 2
+  fleet=$(pgrep -f "fleetsim.jar run --profile large --controller $url" | head -1)
+  # Steady state: measure the live heap of both processes two thirds of the way through.
+  sleep $(( ramp_s + $(seconds "$steady") * 2 / 3 ))
+  fleet_heap=$(live_heap "$fleet")
+  controller_heap=$(live_heap "$controller")
+  threads=$(ls /proc/$fleet/task | wc -l)
+  if [ "$n" = "${sizes[-1]}" ]; then jmap -histo:live "$fleet" | head -30 > "$results/histogram-$n.txt"; fi
+  cpu_ticks=0
+  while kill -0 "$fleet" 2>/dev/null; do # user + system time of the fleet's JVM, until it exits
+    t=$(awk '{print $14 + $15}' "/proc/$fleet/stat" 2>/dev/null || true)
+    [ -n "$t" ] && cpu_ticks=$t
+    sleep 1
+  done
+  wait "$launcher" || true
+  kill "$controller"; wait "$controller" 2>/dev/null || true
+  rows+=("$(python3 - "$results/$n" "$n" "$fleet_heap" "$controller_heap" "$threads" "$cpu_ticks" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+d, n, fheap, cheap, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+cpu = int(sys.argv[6]) / int(sys.argv[7])  # user + system seconds of the fleet process
+s = json.load(open(d + "/summary.json"))
+samples = [json.loads(l) for l in open(d + "/timeseries.jsonl") if l.strip()]
+full = next((x["elapsedS"] for x in samples if x["devices"]["Reporting"] == n), None)
+steady = [x for x in samples if full is not None and x["elapsedS"] > full + 60]
+late = sorted(x["latenessMs"]["heartbeat"]["p99"] for x in steady) or [0]
+late50 = sorted(x["latenessMs"]["heartbeat"]["p50"] for x in steady) or [0]
+ok = sum(k["ok"] for k in s["messages"].values())
+failed = sum(k["failed"] for k in s["messages"].values())
+print(f"| {n} | {s['devices']['byState']['Reporting']} | {fheap / n:.0f} | {cheap / n:.0f} | {threads} | "
+      f"{cpu / max(ok, 1) * 1e6:.1f} | {ok / s['run']['durationS']:.0f} | {failed} | "
+      f"{late50[len(late50)//2]:.0f} / {late[len(late)//2]:.0f} / {late[-1]:.0f} | {'never' if full is None else f'{full:.0f} s'} |")
+PY
+)")
+done
+
+{
+  echo
+  echo "### Scale: HTTP fleets against the controller in its own process — $(date -u +%Y-%m-%d)"
+  echo
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), default GC (G1); heap from the launcher."
+  echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"
+  echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/10000 + 30 s + $steady)\`"
+  echo "(run by \`bench/scale.sh ${sizes[*]}\`). Live heap after \`jcmd GC.run\`, two thirds into the steady state;"
+  echo "CPU: user + system seconds of the fleet process over the whole run (ramp included) / messages delivered; lateness: median over the steady-state seconds of each second's p50 / p99, and the worst p99."
+  echo
+  echo "| devices | Reporting at end | fleet live heap B/device | controller live heap B/device | threads | CPU µs/message | messages/s | failed | heartbeat lateness p50 / p99 / worst ms | all Reporting after |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  last="${sizes[-1]}"
+  if [ -f "$results/histogram-$last.txt" ]; then
+    echo
+    echo "Heap histogram of the fleet process at $last devices (\`jmap -histo:live\`, top entries):"
+    echo
+    echo '```'
+    cat "$results/histogram-$last.txt"
+    echo '```'
+  fi
+} | tee -a "$here/BENCHMARKS.md"
+rm -rf "$work"
