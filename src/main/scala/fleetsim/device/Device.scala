@@ -35,6 +35,7 @@ object Device:
 
   /** @param http carries the join, and every call when there are no tunnels
     * @param tunnels opens the device's own tunnel after each join; None = plain HTTP, no Tunneling
+    * @param clock nanoseconds on the timers' clock (System.nanoTime; a test's manual time)
     */
   def apply(
       identity: Identity,
@@ -42,10 +43,11 @@ object Device:
       http: Transport,
       tunnels: Option[Tunnels],
       events: DeviceEvents,
-      random: RandomGenerator): Behavior[Command] =
+      random: RandomGenerator,
+      clock: () => Long = () => System.nanoTime()): Behavior[Command] =
     Behaviors.setup { context =>
       Behaviors.withTimers { timers =>
-        new Device(identity, settings, http, tunnels, events, random, context, timers).discovering(failures = 0, configSeq = 0)
+        new Device(identity, settings, http, tunnels, events, random, clock, context, timers).discovering(failures = 0, configSeq = 0)
       }
     }
 
@@ -72,12 +74,13 @@ private final class Device(
     tunnels: Option[Tunnels],
     events: DeviceEvents,
     random: RandomGenerator,
+    clock: () => Long,
     context: ActorContext[Device.Command],
     timers: TimerScheduler[Device.Command]):
   import Device.*
   import DeviceState.*
 
-  private val startedAt = System.nanoTime()
+  private val startedAt = clock()
   private val joinBody =
     writeToArray(JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware, tunnels.flatMap(_.publicKey)))
   private var state: Option[DeviceState] = None
@@ -171,15 +174,17 @@ private final class Device(
   /** What Reporting and ConfigDownloading share: the periodic jobs and their replies. */
   private def online(s: Session, stay: Session => Behavior[Command]): PartialFunction[Command, Behavior[Command]] =
     case HeartbeatDue =>
+      val next = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.heartbeatInterval)
       val seq = s.heartbeatSeq + 1
       val beat = Heartbeat(seq, uptimeS, state.fold("")(_.toString), s.configSeq)
       send(s.channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
-      stay(s.copy(heartbeatSeq = seq, heartbeatDueAt = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.heartbeatInterval)))
+      stay(s.copy(heartbeatSeq = seq, heartbeatDueAt = next))
     case StatsDue =>
+      val next = scheduleNext(StatsDue, MessageKind.Stats, s.statsDueAt, s.statsInterval)
       StatsKind.values.foreach { kind =>
         send(s.channel, Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
       }
-      stay(s.copy(statsDueAt = scheduleNext(StatsDue, MessageKind.Stats, s.statsDueAt, s.statsInterval)))
+      stay(s.copy(statsDueAt = next))
     case HeartbeatReplied(n, _) if n != s.number => Behaviors.same
     case HeartbeatReplied(_, Reply.Ok(body)) =>
       val announced = Protocol.parse[HeartbeatReply](body).fold(s.announcedSeq)(_.configSeq)
@@ -227,7 +232,7 @@ private final class Device(
   /** Starts a timer; returns when it is meant to fire (System.nanoTime). */
   private def schedule(tick: Command, delay: FiniteDuration): Long =
     timers.startSingleTimer(tick, delay)
-    System.nanoTime() + delay.toNanos
+    clock() + delay.toNanos
 
   /** Records how late this send left against its intended time, and schedules the next one an
     * interval after the intended time, not the actual one: an overloaded simulator then shows as
@@ -235,7 +240,7 @@ private final class Device(
     * it starts afresh from now rather than firing a burst to catch up.
     */
   private def scheduleNext(tick: Command, kind: MessageKind, dueAt: Long, interval: FiniteDuration): Long =
-    val now = System.nanoTime()
+    val now = clock()
     events.late(kind, now - dueAt)
     val next = dueAt + settings.jittered(interval, random.nextDouble()).toNanos
     val from = if next < now - interval.toNanos then now else next
@@ -278,7 +283,7 @@ private final class Device(
       case Failure(_) => reply(Reply.Failed(FailureReason.ProtocolError))
     }
 
-  private def uptimeS: Long = (System.nanoTime() - startedAt) / 1_000_000_000L
+  private def uptimeS: Long = (clock() - startedAt) / 1_000_000_000L
 
   private def statsBody(kind: StatsKind): Array[Byte] =
     val figures = kind match

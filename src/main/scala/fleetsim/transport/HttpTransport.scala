@@ -63,9 +63,7 @@ final class HttpTransport(base: Uri, settings: HttpSettings, devices: Int)(using
   def maxConnections: Int = connections
 
   def send(request: Request): Future[Reply] =
-    val httpRequest = request.body match
-      case Some(json) => HttpRequest(HttpMethods.POST, Uri(origin + request.path), entity = HttpEntity(ContentTypes.`application/json`, json))
-      case None => HttpRequest(HttpMethods.GET, Uri(origin + request.path))
+    val httpRequest = Replies.httpRequest(request, Uri(origin + request.path))
     Replies.within(settings.requestTimeout) {
       http.singleRequest(httpRequest, settings = pool).flatMap(Replies.of(_, settings.requestTimeout)).recover(Replies.failure)
     }

@@ -1,7 +1,7 @@
 package fleetsim.transport
 
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.http.scaladsl.model.{HttpResponse, StatusCodes}
+import org.apache.pekko.http.scaladsl.model.*
 import org.apache.pekko.pattern.after
 import org.apache.pekko.stream.{BufferOverflowException, StreamTcpException}
 
@@ -11,6 +11,11 @@ import scala.util.control.NonFatal
 
 /** What every HTTP-speaking transport does with a response, an exception and a deadline. */
 object Replies:
+  /** The HTTP request for a call: GET without a body, POST with its JSON. */
+  def httpRequest(request: Request, uri: Uri): HttpRequest = request.body match
+    case Some(json) => HttpRequest(HttpMethods.POST, uri, entity = HttpEntity(ContentTypes.`application/json`, json))
+    case None => HttpRequest(HttpMethods.GET, uri)
+
   /** Reads a response into a [[Reply]], consuming its entity whatever the status, or the
     * connection would stall.
     */

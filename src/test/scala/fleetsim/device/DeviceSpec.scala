@@ -20,6 +20,14 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
   import DeviceState.*
 
   private val manualTime = ManualTime()
+  /** The devices' clock, stepped with the timers' manual time. */
+  @volatile private var now = 0L
+  private def pass(d: FiniteDuration): Unit =
+    now += d.toNanos
+    manualTime.timePasses(d)
+  private def quietFor[A](d: FiniteDuration, probe: TestProbe[A]): Unit =
+    now += d.toNanos
+    manualTime.expectNoMessageFor(d, probe)
   private val settings = DeviceSettings(maxLostHeartbeats = 3, jitter = 0.1, backoff = BackoffSettings(1.second, 60.seconds))
   private val identity = Identity("02:00:00:00:00:07", "FS0000000007", "FS-AP-100", "1.0.0")
   /** Always 0.5: phases land mid-interval, jitter is zero, a backoff is half its ceiling. */
@@ -69,7 +77,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), half))
+    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), half, () => now))
     moves.expectMessage(Moved(None, Discovering))
 
     /** Joins, opens a tunnel and downloads the config through it: Reporting, with the tunnel returned. */
@@ -94,6 +102,15 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
 
     def expectMove(from: DeviceState, to: DeviceState): Unit = moves.expectMessage(Moved(Some(from), to))
 
+    /** Steps time 100 ms at a time until `probe` gets something: how much time that took. For a
+      * retry whose timer the device sets on a reply, with nothing visible to wait on first.
+      */
+    def timeUntil[A](probe: TestProbe[A]): (FiniteDuration, A) =
+      Iterator.iterate(100.millis)(_ + 100.millis).takeWhile(_ <= 10.seconds).map { elapsed =>
+        pass(100.millis)
+        elapsed -> scala.util.Try(probe.receiveMessage(200.millis)).toOption
+      }.collectFirst { case (elapsed, Some(got)) => elapsed -> got }.getOrElse(fail("nothing within 10 s"))
+
     /** Joins with config seq 1 and downloads it: the device ends up Reporting with seq 1. */
     def joinAndDownload(heartbeatS: Int = 10, statsS: Int = 1000): Unit =
       nextCall(MessageKind.Join).ok(JoinReply(heartbeatS, statsS, configSeq = 1))
@@ -102,7 +119,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       expectMove(ConfigDownloading, Reporting)
 
     def heartbeatDue(heartbeatS: Int = 10): Call =
-      manualTime.timePasses((heartbeatS * 1000 / 2).millis) // phase 0.5 of the interval
+      pass((heartbeatS * 1000 / 2).millis) // phase 0.5 of the interval
       nextCall(MessageKind.Heartbeat)
 
   "A device" should {
@@ -122,7 +139,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
 
     "send a stats round as one POST per kind" in new Fixture:
       joinAndDownload(heartbeatS = 100, statsS = 30) // the heartbeat's phase (50 s) comes after the stats' (15 s)
-      manualTime.timePasses(15.seconds)
+      pass(15.seconds)
       val round = (1 to 3).map(_ => nextCall(MessageKind.Stats))
       assert(round.map(_.request.path).toSet == StatsKind.values.map(Protocol.statsPath(identity.mac, _)).toSet)
 
@@ -132,21 +149,22 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       expectMove(Reporting, ConfigDownloading)
       nextCall(MessageKind.Config).ok(ConfigHeader(2))
       expectMove(ConfigDownloading, Reporting)
-      manualTime.timePasses(10.seconds)
+      pass(10.seconds)
       assert(nextCall(MessageKind.Heartbeat).bodyAs[Heartbeat].configSeq == 2)
 
     "back off after a failed join, then join again" in new Fixture:
       nextCall(MessageKind.Join).answer(Reply.Failed(FailureReason.ConnectFailed))
       expectMove(Discovering, Backoff)
-      manualTime.expectNoMessageFor(400.millis, calls) // first backoff: uniform in [0, 1 s], here 0.5 s
-      manualTime.timePasses(100.millis)
+      quietFor(400.millis, calls) // first backoff: uniform in [0, 1 s], here 0.5 s
+      pass(100.millis)
       expectMove(Backoff, Discovering)
       nextCall(MessageKind.Join)
 
     "stay Discovering and ask again later when the join is refused" in new Fixture:
       nextCall(MessageKind.Join).answer(Reply.Forbidden)
-      manualTime.timePasses(500.millis)
-      nextCall(MessageKind.Join)
+      val (after, again) = timeUntil(calls)
+      assert(again.request.kind == MessageKind.Join)
+      assert(after >= 500.millis && after <= 600.millis) // the first retry: half of 1 s, here
       moves.expectNoMessage(50.millis)
 
     "return to Discovering with its state reset on 403 from a heartbeat" in new Fixture:
@@ -159,17 +177,17 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
 
     "return to Discovering on 403 from a stats call" in new Fixture:
       joinAndDownload(heartbeatS = 100, statsS = 30)
-      manualTime.timePasses(15.seconds)
+      pass(15.seconds)
       nextCall(MessageKind.Stats).answer(Reply.Forbidden)
       expectMove(Reporting, Discovering)
 
     "back off after the configured number of heartbeats lost in a row, not before" in new Fixture:
       joinAndDownload()
       heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
-      manualTime.timePasses(10.seconds)
+      pass(10.seconds)
       nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.Rejected))
       moves.expectNoMessage(50.millis)
-      manualTime.timePasses(10.seconds)
+      pass(10.seconds)
       nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
       expectMove(Reporting, Backoff)
 
@@ -177,15 +195,15 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       joinAndDownload()
       heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
       for _ <- 1 to 2 do
-        manualTime.timePasses(10.seconds)
+        pass(10.seconds)
         nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
-        manualTime.timePasses(10.seconds)
+        pass(10.seconds)
         nextCall(MessageKind.Heartbeat).ok(HeartbeatReply(1))
       moves.expectNoMessage(50.millis)
 
     "open its own tunnel after joining, and send everything but the join through it" in new Fixture(withTunnels = true):
       joinAndTunnel()
-      manualTime.timePasses(5.seconds)
+      pass(5.seconds)
       assert(tunnelCalls.expectMessageType[Call].request.kind == MessageKind.Heartbeat)
       calls.expectNoMessage(50.millis) // nothing over plain HTTP
 
@@ -193,17 +211,17 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       val tunnel = joinAndTunnel()
       tunnel.broken.success(Done)
       expectMove(Reporting, Tunneling)
-      manualTime.expectNoMessageFor(400.millis, opens) // the pause: uniform in [0, 1 s], here 0.5 s
-      manualTime.timePasses(100.millis)
+      quietFor(400.millis, opens) // the pause: uniform in [0, 1 s], here 0.5 s
+      pass(100.millis)
       opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Right(ScriptedTunnel(tunnelCalls.ref)))
       expectMove(Tunneling, Reporting) // config already applied: no download
       calls.expectNoMessage(50.millis) // no rejoin
 
     "close its tunnel and re-tunnel, not rejoin, after heartbeats lost through it" in new Fixture(withTunnels = true):
       val tunnel = joinAndTunnel()
-      manualTime.timePasses(5.seconds)
+      pass(5.seconds)
       for i <- 1 to 3 do
-        if i > 1 then manualTime.timePasses(10.seconds)
+        if i > 1 then pass(10.seconds)
         val beat = tunnelCalls.expectMessageType[Call]
         assert(beat.request.kind == MessageKind.Heartbeat)
         beat.answer(Reply.Failed(FailureReason.TimedOut))
@@ -214,11 +232,11 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       nextCall(MessageKind.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)
       opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.ConnectFailed))
-      manualTime.timePasses(500.millis)
-      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.TimedOut))
-      manualTime.expectNoMessageFor(900.millis, opens) // second try: half of 2 s
-      manualTime.timePasses(100.millis)
-      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]]
+      val (first, second) = timeUntil(opens)
+      assert(first >= 500.millis && first <= 600.millis) // half of 1 s
+      second.success(Left(FailureReason.TimedOut))
+      val (next, _) = timeUntil(opens)
+      assert(next >= 1.second && next <= 1100.millis) // half of 2 s: it backs off
       moves.expectNoMessage(50.millis) // still Tunneling
 
     "join again, after a pause, when the SSH server no longer admits it" in new Fixture(withTunnels = true):
@@ -226,7 +244,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       expectMove(Discovering, Tunneling)
       opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.AuthRejected))
       expectMove(Tunneling, Backoff)
-      manualTime.timePasses(500.millis)
+      pass(500.millis)
       expectMove(Backoff, Discovering)
       nextCall(MessageKind.Join)
 
@@ -237,14 +255,14 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
       device ! Device.Quiesce(quiesced.ref)
       quiesced.expectMessage(Done)
       beat.ok(HeartbeatReply(7)) // would start a download, were it not quiesced
-      manualTime.timePasses(60.seconds)
+      pass(60.seconds)
       calls.expectNoMessage(50.millis)
       moves.expectNoMessage(50.millis)
 
     "ignore replies that belong to a session before a rejoin" in new Fixture:
       joinAndDownload()
       val stale = heartbeatDue()
-      manualTime.timePasses(10.seconds)
+      pass(10.seconds)
       nextCall(MessageKind.Heartbeat).answer(Reply.Forbidden)
       expectMove(Reporting, Discovering)
       stale.ok(HeartbeatReply(5)) // from the old session: must not start a download

@@ -16,7 +16,7 @@ import java.io.EOFException
 import java.util.concurrent.ConcurrentLinkedQueue
 import scala.concurrent.duration.FiniteDuration
 import scala.concurrent.{ExecutionContext, Future, Promise}
-import scala.util.{Failure, Success}
+import scala.util.{Failure, Success, Try}
 
 /** A device's SSH session. Its calls travel as HTTP/1.1 over a direct-tcpip channel, as OpenSSH
   * local port forwarding would carry them, but with no local listener and no extra descriptor.
@@ -32,11 +32,13 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, request
   def lost: Future[Done] = closed.future
 
   def send(request: Request): Future[Reply] =
-    val httpRequest = request.body match
-      case Some(json) => HttpRequest(HttpMethods.POST, Uri(request.path), entity = HttpEntity(ContentTypes.`application/json`, json))
-      case None => HttpRequest(HttpMethods.GET, Uri(request.path))
+    val httpRequest = Replies.httpRequest(request, Uri(request.path))
     Replies.within(requestTimeout) {
-      currentConnection().send(httpRequest).flatMap(Replies.of(_, requestTimeout)).recover(Replies.failure)
+      // Opening a channel on a session that just closed throws: that too is a failed call, not a crash.
+      Future.fromTry(Try(currentConnection()))
+        .flatMap(_.send(httpRequest))
+        .flatMap(Replies.of(_, requestTimeout))
+        .recover(Replies.failure)
     }
 
   /** The open channel, or a new one when the last was closed (by the server's idle timeout, say). */
