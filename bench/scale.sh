@@ -31,7 +31,7 @@ for n in "${sizes[@]}"; do
   controller=$!
   for _ in $(seq 100); do grep -q "listening on" "$results/$n-controller.log" && break; sleep 0.2; done
   url=$(grep -o 'http://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
-  ramp_s=$(( n / 10000 + 30 ))
+  ramp_s=$(( n / 2000 + 30 )) # the profile ramps at 2,000 devices/s
   total=$(( ramp_s + $(seconds "$steady") ))
   cmd="./fleetsim run --profile large --controller $url --devices $n --dashboard off --duration ${total}s"
   echo "bench: $cmd" >&2
@@ -79,7 +79,7 @@ done
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), default GC (G1); heap from the launcher."
   echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"
-  echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/10000 + 30 s + $steady)\`"
+  echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/2000 + 30 s + $steady)\`"
   echo "(run by \`bench/scale.sh ${sizes[*]}\`). Live heap after \`jcmd GC.run\`, two thirds into the steady state;"
   echo "CPU: user + system seconds of the fleet process over the whole run (ramp included) / messages delivered; lateness: median over the steady-state seconds of each second's p50 / p99, and the worst p99."
   echo

@@ -81,8 +81,6 @@ private final class Device(
   import DeviceState.*
 
   private val startedAt = clock()
-  private val joinBody =
-    writeToArray(JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware, tunnels.flatMap(_.publicKey)))
   private var state: Option[DeviceState] = None
   private var sessions = 0
   /** The open tunnel and its number, which tells its loss from an older one's. */
@@ -92,7 +90,9 @@ private final class Device(
   // ---- states ----
 
   private def discovering(failures: Int, configSeq: Long): Behavior[Command] =
-    send(http, Request(MessageKind.Join, Protocol.joinPath, Some(joinBody)))(JoinReplied(_))
+    // Rendered per join, not kept: joins are rare, and a million devices would keep 150 MB of them.
+    val request = JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware, tunnels.flatMap(_.publicKey))
+    send(http, Request(MessageKind.Join, Protocol.joinPath, Some(writeToArray(request))))(JoinReplied(_))
     in(Discovering) {
       case JoinReplied(Reply.Ok(body)) =>
         Protocol.parse[JoinReply](body) match

@@ -1,0 +1,55 @@
+package fleetsim.e2e
+
+import com.typesafe.config.ConfigFactory
+import fleetsim.controller.{Controller, ControllerSettings}
+import fleetsim.report.Summary
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.actor.typed.scaladsl.Behaviors
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.nio.file.{Files, Path}
+import java.util.concurrent.TimeUnit
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
+
+/** A fleet in a child JVM whose heap is capped at a fixed base plus a budget per device, against
+  * the reference controller in this JVM: it must fit, and use no more threads at 20,000 devices
+  * than at 200. (Speed and memory figures themselves are benchmarks: bench/scale.sh.)
+  */
+class ScaleSpec extends AnyWordSpec:
+  /** What the launcher assumes an HTTP device costs, and a base for the JVM, Pekko and the pool. */
+  private val BytesPerDevice = 2500L
+  private val BaseBytes = 96L << 20
+
+  private def fleet(controllerUrl: String, devices: Int): Summary =
+    val results = Files.createTempDirectory("fleetsim-scale")
+    val heapMiB = (BaseBytes + devices * BytesPerDevice) >> 20
+    val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
+    val command = Seq(java, s"-Xmx${heapMiB}m", "-XX:+ExitOnOutOfMemoryError", "-cp", System.getProperty("java.class.path"),
+      "fleetsim.cli.Main", "run", "--controller", controllerUrl, "--devices", devices.toString, "--ramp-rate", "4000",
+      "--duration", "45s", "--dashboard", "off", "--results", results.toString)
+    val process = ProcessBuilder(command.asJava).redirectErrorStream(true).redirectOutput(results.resolve("out.log").toFile).start()
+    assert(process.waitFor(120, TimeUnit.SECONDS), s"$devices devices did not finish")
+    assert(process.exitValue == 0, s"$devices devices in ${heapMiB} MiB: ${Files.readString(results.resolve("out.log")).takeRight(2000)}")
+    Summary.read(results.resolve("summary.json"))
+
+  "A fleet of 20,000 devices" should {
+    "fit a heap of 96 MiB plus 2,500 bytes a device, on as many threads as 200 devices" in {
+      val config = ConfigFactory.parseString("fleetsim.controller { heartbeat-interval = 5s, stats-interval = 30s }")
+        .withFallback(ConfigFactory.load()).resolve()
+      val system = ActorSystem(Behaviors.empty, "scale-controller", config)
+      try
+        val controller = Await.result(Controller.start(ControllerSettings(config))(using system), 10.seconds)
+        val small = fleet(controller.url, 200)
+        val large = fleet(controller.url, 20000)
+        assert(small.devices.byState("Reporting") == 200)
+        assert(large.devices.byState("Reporting") == 20000)
+        assert(large.messages("heartbeat").ok >= 20000) // every device reported, in that heap
+        assert(large.process.threadsPeak <= small.process.threadsPeak + 2,
+          s"${small.process.threadsPeak} threads at 200 devices, ${large.process.threadsPeak} at 20,000")
+      finally
+        system.terminate()
+        Await.result(system.whenTerminated, 30.seconds)
+    }
+  }
