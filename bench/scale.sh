@@ -22,7 +22,7 @@ mkdir -p "$results"
 seconds() { python3 -c "import re; m=re.fullmatch(r'(\d+)([smh])','$1'); print(int(m[1])*{'s':1,'m':60,'h':3600}[m[2]])"; }
 live_heap() { # bytes of live heap after a full GC
   jcmd "$1" GC.run > /dev/null
-  jcmd "$1" GC.heap_info | awk '/garbage-first heap|total/ && /used/ {for (i=1;i<=NF;i++) if ($i=="used") {v=$(i+1); sub("K","",v); print v*1024; exit}}'
+  jcmd "$1" GC.heap_info | awk '/garbage-first heap|total/ && /used/ {for (i=1;i<=NF;i++) if ($i=="used") {v=$(i+1); sub("K","",v); printf "%.0f\n", v*1024; exit}}'
 }
 
 rows=()
