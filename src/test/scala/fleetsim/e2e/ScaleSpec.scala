@@ -20,14 +20,14 @@ import scala.jdk.CollectionConverters.*
 class ScaleSpec extends AnyWordSpec:
   /** What the launcher assumes an HTTP device costs, and a base for the JVM, Pekko and the pool. */
   private val BytesPerDevice = 2500L
-  private val BaseBytes = 96L << 20
+  private val BaseBytes = 128L << 20
 
   private def fleet(controllerUrl: String, devices: Int): Summary =
     val results = Files.createTempDirectory("fleetsim-scale")
     val heapMiB = (BaseBytes + devices * BytesPerDevice) >> 20
     val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
     val command = Seq(java, s"-Xmx${heapMiB}m", "-XX:+ExitOnOutOfMemoryError", "-cp", System.getProperty("java.class.path"),
-      "fleetsim.cli.Main", "run", "--controller", controllerUrl, "--devices", devices.toString, "--ramp-rate", "4000",
+      "fleetsim.cli.Main", "run", "--controller", controllerUrl, "--devices", devices.toString, "--ramp-rate", "2000",
       "--duration", "45s", "--dashboard", "off", "--results", results.toString)
     val process = ProcessBuilder(command.asJava).redirectErrorStream(true).redirectOutput(results.resolve("out.log").toFile).start()
     assert(process.waitFor(120, TimeUnit.SECONDS), s"$devices devices did not finish")
@@ -35,7 +35,7 @@ class ScaleSpec extends AnyWordSpec:
     Summary.read(results.resolve("summary.json"))
 
   "A fleet of 20,000 devices" should {
-    "fit a heap of 96 MiB plus 2,500 bytes a device, on as many threads as 200 devices" in {
+    "fit a heap of 128 MiB plus 2,500 bytes a device, on as many threads as 200 devices" in {
       val config = ConfigFactory.parseString("fleetsim.controller { heartbeat-interval = 5s, stats-interval = 30s }")
         .withFallback(ConfigFactory.load()).resolve()
       val system = ActorSystem(Behaviors.empty, "scale-controller", config)
