@@ -64,33 +64,20 @@ class CliSpec extends AnyWordSpec with Eventually:
       assertUsageError(fleetsim("run", "--config", broken.toString), "is not valid HOCON")
     }
 
-    "name the port and the flag when the controller's port is taken" in {
-      val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
-      try
-        val f = fleetsim("run", "--controller-port", taken.getLocalPort.toString, "--duration", "1s")
-        assert(f.code == 1, f.err)
-        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} (http) is already in use: choose another with --controller-port (0 picks a free one)")
-      finally taken.close()
-    }
-
-    "name the dashboard's port and its flag when that one is taken" in {
-      val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
-      try
-        val f = fleetsim("run", "--dashboard-port", taken.getLocalPort.toString, "--duration", "1s", "--results", tempDir().toString)
-        assert(f.code == 1, f.err)
-        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} (dashboard) is already in use: choose another with --dashboard-port (0 picks a free one)")
-      finally taken.close()
-    }
-
-    "name the SSH port and its flag when that one is taken" in {
-      val taken = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
-      try
-        val state = tempDir()
-        val f = fleetsim("run", "--transport", "ssh", "--ssh-port", taken.getLocalPort.toString, "--duration", "1s", "--config", 
-          Files.writeString(state.resolve("c.conf"), s"fleetsim.controller.state-dir = \"$state\"").toString)
-        assert(f.code == 1, f.err)
-        assert(f.err.trim == s"fleetsim: port ${taken.getLocalPort} (ssh) is already in use: choose another with --ssh-port (0 picks a free one)")
-      finally taken.close()
+    "name the port taken, which server wanted it, and the flag that moves it" in {
+      def taken(service: String, flag: String, args: String*): Unit =
+        val socket = ServerSocket(0, 50, InetAddress.getLoopbackAddress)
+        try
+          val port = socket.getLocalPort
+          val f = fleetsim((Seq("run", s"--$flag", port.toString, "--duration", "1s", "--results", tempDir().toString) ++ args)*)
+          assert(f.code == 1, f.err)
+          assert(f.err.trim == s"fleetsim: port $port ($service) is already in use: choose another with --$flag (0 picks a free one)")
+        finally socket.close()
+      taken("http", "controller-port")
+      taken("dashboard", "dashboard-port")
+      val state = tempDir()
+      taken("ssh", "ssh-port", "--transport", "ssh", "--config",
+        Files.writeString(state.resolve("c.conf"), s"fleetsim.controller.state-dir = \"$state\"").toString)
     }
 
     "run a short SSH fleet whose status line and summary show the tunnels" in {
