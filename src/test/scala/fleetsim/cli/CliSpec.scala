@@ -156,7 +156,7 @@ class CliSpec extends AnyWordSpec with Eventually:
 
   "fleetsim controller" should {
     "serve protocol v1 on its own, and a fleet pointed at it with --controller reports to it" in {
-      val controller = start("controller", "--port", "0", "--heartbeat-interval", "1s")
+      val controller = start("controller", "--port", "0", "--heartbeat-interval", "1s", "--state-dir", tempDir().toString)
       try
         val banner = BufferedReader(InputStreamReader(controller.getInputStream)).readLine()
         val url = "http://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
