@@ -136,7 +136,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
         case None => complete(StatusCodes.NotFound, "this controller runs no SSH server")
     },
     (path("devices") & get & parameter("limit".as[Int].withDefault(100))) { limit =>
-      complete(json(registry.devicesView.take(limit).map((mac, d) => DeviceView(mac, d.state, d.configSeq, d.joins.sum)).toList))
+      complete(json(registry.devicesView.take(limit).map((mac, d) => DeviceView(mac, d.state, d.configSeq, d.joins)).toList))
     },
     (path("config" / "bump") & post) {
       complete(json(HeartbeatReply(registry.bumpConfig())))

@@ -11,15 +11,22 @@ import scala.collection.immutable.ListMap
 import scala.jdk.CollectionConverters.*
 
 /** What the reference controller knows of one joined device. Written by request threads, read by
-  * admin calls: fields are volatile, and a stale read is harmless.
+  * admin calls: fields are volatile, and a stale read is harmless. Kept small — a controller holds
+  * millions — so the few distinct models, firmwares and states are shared strings, not copies.
   */
-final class DeviceRecord(val serial: String, val model: String, val firmware: String):
+final class DeviceRecord(val serial: String, model0: String, firmware0: String):
+  val model: String = model0.intern()
+  val firmware: String = firmware0.intern()
+  @volatile private var reportedState: String = ""
   @volatile var configSeq: Long = 0
-  @volatile var state: String = ""
   @volatile var lastSeenMillis: Long = System.currentTimeMillis()
   /** The SSH key the device presented at its latest join, if any. */
   @volatile var sshKey: Option[PublicKey] = None
-  val joins = LongAdder()
+  /** Joins so far; written under the registry's lock for this device. */
+  @volatile var joins: Int = 0
+
+  def state: String = reportedState
+  def state_=(s: String): Unit = reportedState = s.intern()
 
 /** The controller's in-memory device registry and its tallies. Shared by request threads without
   * an actor in between, so it is never a bottleneck for the fleet it serves.
@@ -44,9 +51,11 @@ final class Registry:
   def isForbidden(mac: String): Boolean = forbidden.contains(mac)
 
   def join(mac: String, serial: String, model: String, firmware: String, sshKey: Option[PublicKey]): Unit =
-    val record = devices.computeIfAbsent(mac, _ => DeviceRecord(serial, model, firmware))
-    record.sshKey = sshKey
-    record.joins.increment()
+    devices.compute(mac, (_, known) =>
+      val record = Option(known).getOrElse(DeviceRecord(serial, model, firmware))
+      record.sshKey = sshKey
+      record.joins += 1
+      record)
 
   /** SSH logins: only a device that joined, with the key it presented. */
   def admits(mac: String, key: PublicKey): Boolean =
