@@ -15,8 +15,6 @@ import scala.concurrent.{ExecutionContext, Future}
 final class Controller private (val registry: Registry, routes: ControllerRoutes, binding: Http.ServerBinding, val ssh: Option[SshGateway]):
   def address: InetSocketAddress = binding.localAddress
   def url: String = s"http://${address.getHostString}:${address.getPort}"
-  def faults: Faults = routes.currentFaults
-  def setFaults(faults: Faults): Unit = routes.setFaults(faults)
   def counts: ControllerCounts = routes.counts
 
   /** Stops accepting, and closes open connections and SSH sessions after a short grace period. */

@@ -28,11 +28,8 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   @volatile private[controller] var gateway: Option[SshGateway] = None
   private val configDocument = AtomicReference[(Long, Array[Byte])]((0L, Array.emptyByteArray))
 
-  def currentFaults: Faults = faults
-
   /** The registry's tallies plus the SSH server's open sessions. */
   def counts: ControllerCounts = registry.counts.copy(sshSessions = gateway.fold(0)(_.sessions))
-  def setFaults(f: Faults): Unit = faults = f
 
   val route: Route = concat(
     pathPrefix("api" / "v1")(extractRequest(r => api(r.attribute(SshGateway.Tunnelled).isDefined))),
@@ -154,7 +151,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
         get(complete(json(faults))),
         (put & entity(as[Array[Byte]])) { body =>
           try
-            setFaults(readFromArray[Faults](body))
+            faults = readFromArray[Faults](body)
             complete(json(faults))
           catch
             case e: JsonReaderException => complete(StatusCodes.BadRequest, s"expected {errorRate, latencyMs}: ${e.getMessage}")

@@ -63,9 +63,7 @@ object Device:
       heartbeatDueAt: Long,
       statsDueAt: Long,
       heartbeatSeq: Long = 0,
-      lostHeartbeats: Int = 0):
-    def heartbeatInterval: FiniteDuration = join.heartbeatIntervalS.max(1).seconds
-    def statsInterval: FiniteDuration = join.statsIntervalS.max(1).seconds
+      lostHeartbeats: Int = 0)
 
 private final class Device(
     identity: Identity,
@@ -174,13 +172,13 @@ private final class Device(
   /** What Reporting and ConfigDownloading share: the periodic jobs and their replies. */
   private def online(s: Session, stay: Session => Behavior[Command]): PartialFunction[Command, Behavior[Command]] =
     case HeartbeatDue =>
-      val next = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.heartbeatInterval)
+      val next = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.join.heartbeatInterval)
       val seq = s.heartbeatSeq + 1
       val beat = Heartbeat(seq, uptimeS, state.fold("")(_.toString), s.configSeq)
       send(s.channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
       stay(s.copy(heartbeatSeq = seq, heartbeatDueAt = next))
     case StatsDue =>
-      val next = scheduleNext(StatsDue, MessageKind.Stats, s.statsDueAt, s.statsInterval)
+      val next = scheduleNext(StatsDue, MessageKind.Stats, s.statsDueAt, s.join.statsInterval)
       StatsKind.values.foreach { kind =>
         send(s.channel, Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
       }
@@ -221,12 +219,10 @@ private final class Device(
 
   private def startSession(join: JoinReply, configSeq: Long, channel: Transport): Behavior[Command] =
     sessions += 1
-    val heartbeatInterval = join.heartbeatIntervalS.max(1).seconds
-    val statsInterval = join.statsIntervalS.max(1).seconds
     // Random phase: a fleet that joined together must not report together.
     val s = Session(sessions, join, channel, configSeq, join.configSeq,
-      heartbeatDueAt = schedule(HeartbeatDue, (heartbeatInterval.toNanos * random.nextDouble()).toLong.nanos),
-      statsDueAt = schedule(StatsDue, (statsInterval.toNanos * random.nextDouble()).toLong.nanos))
+      heartbeatDueAt = schedule(HeartbeatDue, (join.heartbeatInterval.toNanos * random.nextDouble()).toLong.nanos),
+      statsDueAt = schedule(StatsDue, (join.statsInterval.toNanos * random.nextDouble()).toLong.nanos))
     if s.announcedSeq > s.configSeq then startDownload(s) else reporting(s)
 
   /** Starts a timer; returns when it is meant to fire (System.nanoTime). */

@@ -104,7 +104,7 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
     val byKind = MessageKind.values.map { kind =>
       val k = kinds(kind.ordinal)
       val (recent, overall) = k.latency.take()
-      val (recentLateness, overallLateness) = k.lateness.take()
+      val (recentLateness, _) = k.lateness.take()
       kind -> KindSnapshot(
         sent = k.sent.sum,
         ok = k.ok.sum,
@@ -112,8 +112,7 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
         failures = FailureReason.values.map(r => r -> k.failed(r.ordinal).sum).toMap,
         recent = recent,
         overall = overall,
-        recentLateness = recentLateness,
-        overallLateness = overallLateness)
+        recentLateness = recentLateness)
     }.toMap
     val (recentHandshakes, allHandshakes) = handshakes.take()
     val tunnels = TunnelSnapshot(
@@ -151,12 +150,11 @@ object FleetMetrics:
       (Latency.of(interval), Latency.of(overall))
 
 /** Percentiles of a time, in milliseconds. */
-final case class Latency(p50: Double, p90: Double, p99: Double, max: Double, count: Long)
+final case class Latency(p50: Double, p90: Double, p99: Double, max: Double)
 object Latency:
   def of(h: Histogram): Latency =
     def ms(micros: Long) = math.round(micros / 10.0) / 100.0
-    Latency(ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(90)), ms(h.getValueAtPercentile(99)), ms(h.getMaxValue),
-      h.getTotalCount)
+    Latency(ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(90)), ms(h.getValueAtPercentile(99)), ms(h.getMaxValue))
 
 final case class KindSnapshot(
     sent: Long,
@@ -165,8 +163,7 @@ final case class KindSnapshot(
     failures: Map[FailureReason, Long],
     recent: Latency,
     overall: Latency,
-    recentLateness: Latency,
-    overallLateness: Latency):
+    recentLateness: Latency):
   def failed: Long = failures.values.sum
 
 /** Tunnels: opened so far, up now, re-tunnels (Reporting back to Tunneling), failed opens by reason,
@@ -185,5 +182,4 @@ final case class MetricsSnapshot(
     byKind: Map[MessageKind, KindSnapshot],
     tunnels: TunnelSnapshot,
     transitions: Map[(DeviceState, DeviceState), Long]):
-  def devices: Long = byState.values.sum
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum

@@ -3,6 +3,8 @@ package fleetsim.protocol
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 
+import scala.concurrent.duration.*
+
 /** Who a device is: what it says at join. */
 final case class Identity(mac: String, serial: String, model: String, firmware: String)
 
@@ -14,7 +16,9 @@ object JoinRequest:
 
 final case class SshEndpoint(host: String, port: Int)
 
-final case class JoinReply(heartbeatIntervalS: Int, statsIntervalS: Int, configSeq: Long, ssh: Option[SshEndpoint] = None)
+final case class JoinReply(heartbeatIntervalS: Int, statsIntervalS: Int, configSeq: Long, ssh: Option[SshEndpoint] = None):
+  def heartbeatInterval: FiniteDuration = heartbeatIntervalS.max(1).seconds
+  def statsInterval: FiniteDuration = statsIntervalS.max(1).seconds
 object JoinReply:
   given JsonValueCodec[JoinReply] = JsonCodecMaker.make
 
@@ -50,9 +54,6 @@ enum MessageKind(val key: String):
   case Heartbeat extends MessageKind("heartbeat")
   case Stats extends MessageKind("stats")
   case Config extends MessageKind("config")
-
-object MessageKind:
-  def fromKey(key: String): Option[MessageKind] = values.find(_.key == key)
 
 /** A stats round is one POST per kind. */
 enum StatsKind(val key: String):

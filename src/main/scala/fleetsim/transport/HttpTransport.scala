@@ -59,9 +59,6 @@ final class HttpTransport(base: Uri, settings: HttpSettings, devices: Int)(using
         .withConnectingTimeout(settings.connectTimeout)
         .withIdleTimeout(settings.requestTimeout * 2))
 
-  /** Connections this transport may hold open at once, for the descriptor budget. */
-  def maxConnections: Int = connections
-
   def send(request: Request): Future[Reply] =
     val httpRequest = Replies.httpRequest(request, Uri(origin + request.path))
     Replies.within(settings.requestTimeout) {
