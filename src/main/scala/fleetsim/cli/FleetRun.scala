@@ -122,11 +122,11 @@ object FleetRun:
       url = Uri(settings.controllerUrl.orElse(controller.map(_.url)).get)
       metrics = FleetMetrics(exporters.registry)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      http = HttpTransport(url, settings.http, settings.fleet.devices)
+      http = HttpTransport(url.authority.host.address, url.effectivePort, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
       tunnels = settings.ssh.map { ssh =>
         val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
-        MeteredTunnels(SshTunnels(ssh, SshdSocketAddress(host, port), settings.http.requestTimeout), metrics)
+        MeteredTunnels(SshTunnels(ssh, SshdSocketAddress(host, port), settings.http), metrics)
       }
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
       device = (identity: Identity) => Device(identity, settings.device, transport, tunnels, metrics, random)

@@ -3,66 +3,83 @@ package fleetsim.transport
 import com.typesafe.config.Config
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.http.scaladsl.Http
-import org.apache.pekko.http.scaladsl.model.*
-import org.apache.pekko.http.scaladsl.settings.{ClientConnectionSettings, ConnectionPoolSettings}
+import org.apache.pekko.stream.scaladsl.Tcp
 
 import fleetsim.finiteDuration
+import java.net.InetSocketAddress
+import java.util.concurrent.atomic.{AtomicInteger, AtomicReferenceArray}
+import scala.annotation.tailrec
 import scala.concurrent.duration.*
-import scala.concurrent.{ExecutionContext, Future}
+import scala.concurrent.Future
 
-/** The HTTP client settings. Pekko HTTP's own defaults (4 connections, 5 silent retries, no
-  * request timeout) would hide what a simulator must show, so each one is chosen here.
+/** The HTTP client settings.
   *
   * @param maxConnections connections to the controller shared by the whole fleet; None = fitted to it
+  * @param pipelining calls in flight on one connection at a time
   */
 final case class HttpSettings(
     maxConnections: Option[Int],
+    pipelining: Int,
     requestTimeout: FiniteDuration,
     connectTimeout: FiniteDuration,
     keepAliveTimeout: FiniteDuration):
   require(maxConnections.forall(_ >= 1), "fleetsim.http.max-connections must be at least 1, or auto")
+  require(pipelining >= 1, "fleetsim.http.pipelining must be at least 1")
   require(requestTimeout > Duration.Zero, "fleetsim.http.request-timeout must be positive")
   require(connectTimeout > Duration.Zero, "fleetsim.http.connect-timeout must be positive")
   require(keepAliveTimeout > Duration.Zero, "fleetsim.http.keep-alive-timeout must be positive")
 
-  /** The pool size for a fleet: a connection per ten devices, at least 8 and at most 512. */
-  def connectionsFor(devices: Int): Int = maxConnections.getOrElse((devices / 10).max(8).min(512))
+  /** Connections for a fleet: one per 500 devices, at least 4 and at most 64. Few busy connections
+    * carry more calls per write than many idle ones (BENCHMARKS.md, "Scale").
+    */
+  def connectionsFor(devices: Int): Int = maxConnections.getOrElse((devices / 500).max(4).min(64))
 
 object HttpSettings:
   def apply(config: Config): HttpSettings =
     val c = config.getConfig("fleetsim.http")
     HttpSettings(
       maxConnections = if c.getString("max-connections") == "auto" then None else Some(c.getInt("max-connections")),
+      pipelining = c.getInt("pipelining"),
       requestTimeout = c.finiteDuration("request-timeout"),
       connectTimeout = c.finiteDuration("connect-timeout"),
       keepAliveTimeout = c.finiteDuration("keep-alive-timeout"))
 
-/** One pooled Pekko HTTP client for the whole fleet. Every response entity is consumed, error
-  * replies included, or the pool would stall.
+/** A fixed set of pipelined HTTP/1.1 connections to the controller, shared by the whole fleet. A
+  * call goes to the next connection with room; when none has, it fails at once as Overloaded
+  * rather than queueing past its deadline. A closed connection is opened again by its next call.
   */
-final class HttpTransport(base: Uri, settings: HttpSettings, devices: Int)(using system: ActorSystem[?])
+final class HttpTransport(host: String, port: Int, settings: HttpSettings, devices: Int)(using system: ActorSystem[?])
     extends Transport:
-  private given ExecutionContext = system.executionContext
-  private val http = Http(system.classicSystem)
-  private val origin = base.toString.stripSuffix("/")
-  private val connections = settings.connectionsFor(devices)
-
-  private val pool = ConnectionPoolSettings(system)
-    .withMaxConnections(connections)
-    .withMaxRetries(0) // devices retry on their own schedule, visibly
-    .withMaxOpenRequests(Integer.highestOneBit((devices * 2).max(64) - 1) << 1) // a power of two
-    .withKeepAliveTimeout(settings.keepAliveTimeout) // below the server's idle timeout
-    .withBaseConnectionBackoff(Duration.Zero)
-    .withConnectionSettings(
-      ClientConnectionSettings(system)
-        .withConnectingTimeout(settings.connectTimeout)
-        .withIdleTimeout(settings.requestTimeout * 2))
+  private val size = settings.connectionsFor(devices)
+  private val connections = AtomicReferenceArray[PipelinedConnection](size)
+  private val next = AtomicInteger()
+  private val deadlines = Deadlines(settings.requestTimeout)
+  private val renderer = Http1.Renderer(s"$host:$port")
+  private val address = InetSocketAddress(host, port)
+  // Closes a connection idle for keep-alive-timeout, before the server's own idle timeout can
+  // close one the client is about to use.
+  private val tcp = Tcp(system).outgoingConnection(address, connectTimeout = settings.connectTimeout, idleTimeout = settings.keepAliveTimeout)
 
   def send(request: Request): Future[Reply] =
-    val httpRequest = Replies.httpRequest(request, Uri(origin + request.path))
-    Replies.within(settings.requestTimeout) {
-      http.singleRequest(httpRequest, settings = pool).flatMap(Replies.of(_, settings.requestTimeout)).recover(Replies.failure)
-    }
+    val first = next.getAndIncrement()
+    @tailrec def attempt(tried: Int): Future[Reply] =
+      if tried == size then Future.successful(Reply.Failed(FailureReason.Overloaded))
+      else connection(Math.floorMod(first + tried, size)).send(request) match
+        case Some(reply) => reply
+        case None => attempt(tried + 1)
+    attempt(0)
 
-  def close(): Future[Done] = http.shutdownAllConnectionPools().map(_ => Done)
+  private def connection(slot: Int): PipelinedConnection =
+    val current = connections.get(slot)
+    if current != null && current.isOpen then current
+    else
+      val fresh = PipelinedConnection(tcp, renderer, settings.pipelining, deadlines)
+      if connections.compareAndSet(slot, current, fresh) then fresh
+      else
+        fresh.close()
+        connections.get(slot)
+
+  def close(): Future[Done] =
+    deadlines.close()
+    (0 until size).flatMap(i => Option(connections.get(i))).foreach(_.close())
+    Future.successful(Done)

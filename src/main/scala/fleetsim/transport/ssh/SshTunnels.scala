@@ -24,10 +24,11 @@ import scala.util.{Failure, Success, Try}
   *
   * @param target where tunnelled calls go, as the SSH server sees it (the controller's HTTP address)
   */
-final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, requestTimeout: FiniteDuration)(using
+final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: HttpSettings)(using
     system: ActorSystem[?])
     extends Tunnels:
   private given ExecutionContext = system.executionContext
+  private val deadlines = Deadlines(http.requestTimeout)
 
   private val client =
     val c = SshClient.setUpDefaultClient()
@@ -70,7 +71,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, request
         case Success(f) => SshStreams.completion(f)(f => if f.isSuccess then Success(session) else Failure(f.getException))
         case Failure(e) => Future.failed(e)
       authed.transform {
-        case Success(s) => Success(Right(SshTunnel(s, target, requestTimeout)))
+        case Success(s) => Success(Right(SshTunnel(s, target, http.pipelining, deadlines)))
         case Failure(_) =>
           val reason =
             if session.getAttribute(HostKeys.Refused) != null then FailureReason.HostKeyRejected
@@ -87,6 +88,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, request
 
   def close(): Future[Done] =
     gate.complete()
+    deadlines.close()
     SshStreams.completion(client.close(false))(_ => Success(Done))
 
   private def millis(d: FiniteDuration) = JDuration.ofMillis(d.toMillis)

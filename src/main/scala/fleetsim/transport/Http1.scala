@@ -1,0 +1,162 @@
+package fleetsim.transport
+
+import org.apache.pekko.stream.stage.{GraphStage, GraphStageLogic, InHandler, OutHandler}
+import org.apache.pekko.stream.{Attributes, FlowShape, Inlet, Outlet}
+import org.apache.pekko.util.ByteString
+
+import java.nio.charset.StandardCharsets.US_ASCII
+import scala.collection.mutable.ArrayBuffer
+
+/** HTTP/1.1 as a device speaks it: requests rendered straight to bytes, responses read straight
+  * into [[Reply]]s. A device's calls are small and few in kind, and Pekko HTTP's request and
+  * response model cost more CPU than everything else a device does (ADR docs/adr/0003).
+  */
+object Http1:
+  /** Renders calls to `host` (the Host header: "name:port"). */
+  final class Renderer(host: String):
+    private val afterPath = s" HTTP/1.1\r\nHost: $host\r\nUser-Agent: fleetsim\r\n".getBytes(US_ASCII)
+    private val json = "Content-Type: application/json\r\nContent-Length: ".getBytes(US_ASCII)
+    private val get = "GET ".getBytes(US_ASCII)
+    private val post = "POST ".getBytes(US_ASCII)
+    private val crlf = "\r\n".getBytes(US_ASCII)
+
+    /** GET when the call has no body, POST with its JSON otherwise. */
+    def render(request: Request): ByteString =
+      val b = ByteString.newBuilder
+      b.sizeHint(256)
+      b.putBytes(if request.body.isEmpty then get else post).putBytes(request.path.getBytes(US_ASCII)).putBytes(afterPath)
+      request.body.foreach(body => b.putBytes(json).putBytes(body.length.toString.getBytes(US_ASCII)).putBytes(crlf))
+      b.putBytes(crlf)
+      request.body.foreach(b.putBytes)
+      b.result()
+
+  /** The reply a status means: 2xx Ok with its body, 403 Forbidden, anything else Rejected. */
+  def reply(status: Int, body: ByteString): Reply =
+    if status / 100 == 2 then Reply.Ok(body.toArrayUnsafe())
+    else if status == 403 then Reply.Forbidden
+    else Reply.Failed(FailureReason.Rejected)
+
+  final class MalformedResponse(what: String) extends RuntimeException(what)
+
+  /** The part of a response the parser is reading. */
+  private enum Part:
+    case Head, FixedBody, ChunkSize, ChunkData, Trailers, UntilClose
+
+  /** Reads a stream of pipelined responses into replies, in order. Bodies are delimited by
+    * Content-Length, chunked transfer coding, or the end of the connection. After a response that
+    * says `Connection: close` the stage completes: the server reads nothing behind it.
+    */
+  final class ResponseParser extends GraphStage[FlowShape[ByteString, Reply]]:
+    val in: Inlet[ByteString] = Inlet("Http1.ResponseParser.in")
+    val out: Outlet[Reply] = Outlet("Http1.ResponseParser.out")
+    val shape: FlowShape[ByteString, Reply] = FlowShape(in, out)
+
+    def createLogic(attributes: Attributes): GraphStageLogic = new GraphStageLogic(shape) with InHandler with OutHandler:
+      import Part.*
+      private var reading = Head
+      private var buffer = ByteString.empty
+      private var status = 0
+      private var remaining = 0L // bytes of the body (FixedBody) or of the chunk and its CRLF (ChunkData)
+      private var body = ByteString.empty
+      private var closeAfter = false
+      private var done = false // a response said Connection: close
+
+      setHandlers(in, out, this)
+
+      def onPush(): Unit =
+        val chunk = grab(in)
+        buffer = if buffer.isEmpty then chunk else buffer ++ chunk
+        val replies = ArrayBuffer.empty[Reply]
+        while !done && step(replies) do ()
+        if replies.isEmpty then (if done then completeStage() else pull(in))
+        else emitMultiple(out, replies.iterator, () => if done then completeStage())
+
+      def onPull(): Unit = if !hasBeenPulled(in) && !done then pull(in)
+
+      override def onUpstreamFinish(): Unit =
+        if reading == UntilClose then emit(out, reply(status, body ++ buffer), () => completeStage())
+        else completeStage()
+
+      /** Consumes what it can of the buffer; false when it needs more bytes. */
+      private def step(replies: ArrayBuffer[Reply]): Boolean = reading match
+        case Head =>
+          val end = headEnd()
+          end >= 0 && {
+            readHead(buffer.take(end).decodeString(US_ASCII))
+            buffer = buffer.drop(end + 4)
+            true
+          }
+        case FixedBody =>
+          buffer.length >= remaining && {
+            body = buffer.take(remaining.toInt)
+            buffer = buffer.drop(remaining.toInt)
+            complete(replies)
+            true
+          }
+        case ChunkSize =>
+          val eol = buffer.indexOf('\n'.toByte)
+          eol >= 0 && {
+            val size = buffer.take(eol).decodeString(US_ASCII).takeWhile(c => c != ';' && c != '\r').trim
+            buffer = buffer.drop(eol + 1)
+            remaining = try java.lang.Long.parseLong(size, 16) catch case _: NumberFormatException => malformed(s"chunk size '$size'")
+            if remaining == 0 then reading = Trailers else { remaining += 2; reading = ChunkData }
+            true
+          }
+        case ChunkData =>
+          buffer.length >= remaining && {
+            body = body ++ buffer.take(remaining.toInt - 2)
+            buffer = buffer.drop(remaining.toInt)
+            reading = ChunkSize
+            true
+          }
+        case Trailers =>
+          val eol = buffer.indexOf('\n'.toByte)
+          eol >= 0 && {
+            val blank = eol <= 1
+            buffer = buffer.drop(eol + 1)
+            if blank then complete(replies)
+            true
+          }
+        case UntilClose =>
+          body = body ++ buffer
+          buffer = ByteString.empty
+          false
+
+      /** Index of the CRLF CRLF that ends the head, or -1. */
+      private def headEnd(): Int =
+        var i = buffer.indexOf('\n'.toByte)
+        while i >= 0 && !(i >= 3 && buffer(i - 1) == '\r' && buffer(i - 2) == '\n' && buffer(i - 3) == '\r') do
+          i = buffer.indexOf('\n'.toByte, i + 1)
+        if i < 0 then -1 else i - 3
+
+      private def readHead(head: String): Unit =
+        val lines = head.split("\r\n")
+        val statusLine = lines(0)
+        if !statusLine.startsWith("HTTP/1.") || statusLine.length < 12 then malformed(s"status line '${statusLine.take(40)}'")
+        status = try statusLine.substring(9, 12).toInt catch case _: NumberFormatException => malformed(s"status line '$statusLine'")
+        closeAfter = statusLine.startsWith("HTTP/1.0")
+        var length = -1L
+        var chunked = false
+        for line <- lines.iterator.drop(1) do
+          val colon = line.indexOf(':')
+          if colon > 0 then
+            val value = line.substring(colon + 1).trim
+            line.substring(0, colon).trim.toLowerCase match
+              case "content-length" => length = try value.toLong catch case _: NumberFormatException => malformed(s"Content-Length '$value'")
+              case "transfer-encoding" => chunked = value.toLowerCase.contains("chunked")
+              case "connection" => closeAfter = value.equalsIgnoreCase("close") || (closeAfter && !value.equalsIgnoreCase("keep-alive"))
+              case _ => ()
+        body = ByteString.empty
+        if status / 100 == 1 then reading = Head // an interim response, 100 Continue: the real one follows
+        else if status == 204 || status == 304 then { remaining = 0; reading = FixedBody }
+        else if chunked then reading = ChunkSize
+        else if length >= 0 then { remaining = length; reading = FixedBody }
+        else reading = UntilClose
+
+      private def complete(replies: ArrayBuffer[Reply]): Unit =
+        replies += reply(status, body)
+        body = ByteString.empty
+        reading = Head
+        done = closeAfter
+
+      private def malformed(what: String): Nothing = throw MalformedResponse(s"malformed HTTP response: $what")
