@@ -31,7 +31,7 @@ for n in "${sizes[@]}"; do
   controller=$!
   for _ in $(seq 100); do grep -q "listening on" "$results/$n-controller.log" && break; sleep 0.2; done
   url=$(grep -o 'http://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
-  ramp_s=$(( n / 2000 + 30 )) # the profile ramps at 2,000 devices/s
+  ramp_s=$(( n / 10000 + 60 )) # the profile ramps at 10,000 devices/s, as fast as the controller admits them
   total=$(( ramp_s + $(seconds "$steady") ))
   cmd="./fleetsim run --profile large --controller $url --devices $n --dashboard off --duration ${total}s"
   echo "bench: $cmd" >&2
@@ -40,8 +40,11 @@ for n in "${sizes[@]}"; do
   launcher=$!
   sleep 2
   fleet=$(pgrep -f "fleetsim.jar run --profile large --controller $url" | head -1)
-  # Steady state: measure the live heap of both processes two thirds of the way through.
-  sleep $(( ramp_s + $(seconds "$steady") * 2 / 3 ))
+  # Steady state: CPU over its first two thirds, then the live heap of both processes.
+  sleep "$ramp_s"
+  steady_from=$(date +%s%3N); steady_ticks_from=$(awk '{print $14 + $15}' "/proc/$fleet/stat")
+  sleep $(( $(seconds "$steady") * 2 / 3 ))
+  steady_to=$(date +%s%3N); steady_ticks_to=$(awk '{print $14 + $15}' "/proc/$fleet/stat")
   fleet_heap=$(live_heap "$fleet")
   controller_heap=$(live_heap "$controller")
   threads=$(ls /proc/$fleet/task | wc -l)
@@ -54,10 +57,13 @@ for n in "${sizes[@]}"; do
   done
   wait "$launcher" || true
   kill "$controller"; wait "$controller" 2>/dev/null || true
-  rows+=("$(python3 - "$results/$n" "$n" "$fleet_heap" "$controller_heap" "$threads" "$cpu_ticks" "$(getconf CLK_TCK)" <<'PY'
+  rows+=("$(python3 - "$results/$n" "$n" "$fleet_heap" "$controller_heap" "$threads" "$cpu_ticks" "$(getconf CLK_TCK)" \
+     "$steady_from" "$steady_to" "$steady_ticks_from" "$steady_ticks_to" <<'PY'
 import json, sys
 d, n, fheap, cheap, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-cpu = int(sys.argv[6]) / int(sys.argv[7])  # user + system seconds of the fleet process
+hz = int(sys.argv[7])
+cpu = int(sys.argv[6]) / hz  # user + system seconds of the fleet process
+t0, t1, steady_cpu = int(sys.argv[8]), int(sys.argv[9]), (float(sys.argv[11]) - float(sys.argv[10])) / hz
 s = json.load(open(d + "/summary.json"))
 samples = [json.loads(l) for l in open(d + "/timeseries.jsonl") if l.strip()]
 full = next((x["elapsedS"] for x in samples if x["devices"]["Reporting"] == n), None)
@@ -65,9 +71,11 @@ steady = [x for x in samples if full is not None and x["elapsedS"] > full + 60]
 late = sorted(x["latenessMs"]["heartbeat"]["p99"] for x in steady) or [0]
 late50 = sorted(x["latenessMs"]["heartbeat"]["p50"] for x in steady) or [0]
 ok = sum(k["ok"] for k in s["messages"].values())
+steady_ok = sum(sum(r["ok"] for r in x["rates"].values()) * (x["elapsedS"] - p["elapsedS"])
+                for p, x in zip(samples, samples[1:]) if t0 < x["t"] <= t1)
 failed = sum(k["failed"] for k in s["messages"].values())
 print(f"| {n} | {s['devices']['byState']['Reporting']} | {fheap / n:.0f} | {cheap / n:.0f} | {threads} | "
-      f"{cpu / max(ok, 1) * 1e6:.1f} | {ok / s['run']['durationS']:.0f} | {failed} | "
+      f"{cpu / max(ok, 1) * 1e6:.1f} / {steady_cpu / max(steady_ok, 1) * 1e6:.1f} | {ok / s['run']['durationS']:.0f} | {failed} | "
       f"{late50[len(late50)//2]:.0f} / {late[len(late)//2]:.0f} / {late[-1]:.0f} | {'never' if full is None else f'{full:.0f} s'} |")
 PY
 )")
@@ -79,11 +87,11 @@ done
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), default GC (G1); heap from the launcher."
   echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"
-  echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/2000 + 30 s + $steady)\`"
+  echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/10000 + 60 s + $steady)\`"
   echo "(run by \`bench/scale.sh ${sizes[*]}\`). Live heap after \`jcmd GC.run\`, two thirds into the steady state;"
-  echo "CPU: user + system seconds of the fleet process over the whole run (ramp included) / messages delivered; lateness: median over the steady-state seconds of each second's p50 / p99, and the worst p99."
+  echo "CPU: user + system seconds of the fleet process / messages delivered, over the whole run (ramp included) and over the first two thirds of the steady state; lateness: median over the steady-state seconds of each second's p50 / p99, and the worst p99."
   echo
-  echo "| devices | Reporting at end | fleet live heap B/device | controller live heap B/device | threads | CPU µs/message | messages/s | failed | heartbeat lateness p50 / p99 / worst ms | all Reporting after |"
+  echo "| devices | Reporting at end | fleet live heap B/device | controller live heap B/device | threads | CPU µs/message run / steady | messages/s | failed | heartbeat lateness p50 / p99 / worst ms | all Reporting after |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
   last="${sizes[-1]}"

@@ -10,12 +10,13 @@ import org.apache.pekko.Done
 import java.util.concurrent.{ConcurrentHashMap, TimeoutException}
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future, Promise}
+import scala.jdk.CollectionConverters.*
 import scala.util.{Failure, Success, Try}
 
 /** One HTTP/1.1 connection over any byte stream (a TCP socket, an SSH channel) with up to `depth`
   * calls pipelined on it. Responses come back in request order, so each goes to the oldest waiting
-  * call. A call still unanswered at its deadline fails the connection: every call behind it waits
-  * on it, and they all fail TimedOut.
+  * call. A call unanswered at its deadline fails TimedOut but keeps its place, as its response
+  * will still come on this connection.
   */
 final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], renderer: Http1.Renderer, depth: Int, deadlines: Deadlines)(
     using system: ActorSystem[?]):
@@ -57,17 +58,21 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], renderer
     synchronized { closing = true }
     switch.shutdown() // the server still answers what it has read
 
-  /** Ends the connection when its oldest call is overdue. */
+  /** Fails the calls past their deadline; their replies, should they come, are dropped. A call
+    * unanswered a whole timeout past its deadline means the server is stuck, and ends the connection.
+    */
   private[transport] def expire(now: Long): Unit =
-    val overdue = synchronized {
+    val stuck = synchronized {
+      val overdue = calls.iterator.asScala.takeWhile(_.deadline - now < 0) // deadlines rise along the queue
+      overdue.foreach(_.reply.trySuccess(Reply.Failed(FailureReason.TimedOut)))
       val oldest = calls.peek()
-      val late = oldest != null && oldest.deadline - now < 0 && why.isEmpty
-      if late then
+      val stuck = oldest != null && oldest.deadline + deadlines.timeout.toNanos - now < 0 && why.isEmpty
+      if stuck then
         why = Some(FailureReason.TimedOut)
         closing = true
-      late
+      stuck
     }
-    if overdue then switch.abort(TimeoutException("call unanswered at its deadline"))
+    if stuck then switch.abort(TimeoutException("server stuck: a call unanswered a timeout past its deadline"))
 
   private def answer(reply: Reply): Unit =
     val call = synchronized(calls.poll())

@@ -24,7 +24,8 @@ enum FailureReason(val key: String):
   case TimedOut extends FailureReason("timedOut")
   /** The controller answered with a status other than 200 or 403. */
   case Rejected extends FailureReason("rejected")
-  /** The simulator's own client queue was full: the simulator, not the controller, is the limit. */
+  /** Every connection already had its fill of calls in flight (http.max-connections x
+    * http.pipelining): the controller answers more slowly than the fleet calls. */
   case Overloaded extends FailureReason("overloaded")
   /** Anything else: a broken connection, a reply that is not protocol v1. */
   case ProtocolError extends FailureReason("protocolError")
