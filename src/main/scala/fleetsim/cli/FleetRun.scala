@@ -1,7 +1,7 @@
 package fleetsim.cli
 
 import fleetsim.controller.Controller
-import fleetsim.device.Device
+import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
 import fleetsim.protocol.Identity
@@ -38,6 +38,7 @@ final class FleetRun private (
     val dashboard: Option[Dashboard],
     transport: HttpTransport,
     tunnels: Option[Tunnels],
+    wheel: TimingWheel,
     fleet: ActorRef[Fleet.Command],
     exporters: Exporters,
     startedAt: Instant)(using system: ActorSystem[?]):
@@ -91,6 +92,7 @@ final class FleetRun private (
         summary <- done
         _ <- tunnels.fold(Future.successful(Done))(_.close())
         _ <- transport.close()
+        _ = wheel.close()
         _ <- controller.fold(Future.successful(Done))(_.stop())
       yield summary
       finishing = Some(closed)
@@ -129,7 +131,8 @@ object FleetRun:
         MeteredTunnels(SshTunnels(ssh, SshdSocketAddress(host, port), settings.http), metrics)
       }
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
-      device = (identity: Identity) => Device(identity, settings.device, transport, tunnels, metrics, random)
+      wheel = TimingWheel(system.scheduler)
+      device = (identity: Identity) => Device(identity, settings.device, transport, tunnels, metrics, wheel, random)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)
-    yield FleetRun(settings, metrics, controller, url.toString, board, http, tunnels, fleet, exporters, Instant.now)
+    yield FleetRun(settings, metrics, controller, url.toString, board, http, tunnels, wheel, fleet, exporters, Instant.now)

@@ -3,7 +3,7 @@ package fleetsim.device
 import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
 import fleetsim.protocol.*
 import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
-import org.apache.pekko.actor.typed.scaladsl.{ActorContext, Behaviors, TimerScheduler}
+import org.apache.pekko.actor.typed.scaladsl.{ActorContext, Behaviors}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.{ActorRef, Behavior, PostStop, PreRestart}
 
@@ -35,7 +35,8 @@ object Device:
 
   /** @param http carries the join, and every call when there are no tunnels
     * @param tunnels opens the device's own tunnel after each join; None = plain HTTP, no Tunneling
-    * @param clock nanoseconds on the timers' clock (System.nanoTime; a test's manual time)
+    * @param wheel wakes the device for its periodic sends and retries
+    * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
     */
   def apply(
       identity: Identity,
@@ -43,12 +44,11 @@ object Device:
       http: Transport,
       tunnels: Option[Tunnels],
       events: DeviceEvents,
+      wheel: TimingWheel,
       random: RandomGenerator,
       clock: () => Long = () => System.nanoTime()): Behavior[Command] =
     Behaviors.setup { context =>
-      Behaviors.withTimers { timers =>
-        new Device(identity, settings, http, tunnels, events, random, clock, context, timers).discovering(failures = 0, configSeq = 0)
-      }
+      new Device(identity, settings, http, tunnels, events, wheel, random, clock, context).discovering(failures = 0, configSeq = 0)
     }
 
   /** What a device knows between a join (or a new tunnel) and the next: the join reply, what its
@@ -71,10 +71,10 @@ private final class Device(
     http: Transport,
     tunnels: Option[Tunnels],
     events: DeviceEvents,
+    wheel: TimingWheel,
     random: RandomGenerator,
     clock: () => Long,
-    context: ActorContext[Device.Command],
-    timers: TimerScheduler[Device.Command]):
+    context: ActorContext[Device.Command]):
   import Device.*
   import DeviceState.*
 
@@ -99,24 +99,25 @@ private final class Device(
           case None => backingOff(failures, configSeq)
       case JoinReplied(Reply.Forbidden) =>
         // Not admitted: stay Discovering and ask again later, more slowly each time.
-        timers.startSingleTimer(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
+        wake(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
         Behaviors.same
       case JoinReplied(Reply.Failed(_)) => backingOff(failures, configSeq)
       case RetryJoin => discovering(failures + 1, configSeq)
       case Quiesce(replyTo) => quiesced(replyTo)
       case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue | RetryTunnel | _: TunnelOpened => Behaviors.unhandled
+      case HeartbeatDue | StatsDue | RetryTunnel => Behaviors.same // wake-ups of an old session
+      case _: TunnelOpened => Behaviors.unhandled
     }
 
   private def backingOff(failures: Int, configSeq: Long): Behavior[Command] =
-    timers.cancelAll()
     closeTunnel()
-    timers.startSingleTimer(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
+    wake(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
     in(Backoff) {
       case RetryJoin => discovering(failures + 1, configSeq)
       case Quiesce(replyTo) => quiesced(replyTo)
       case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue | RetryTunnel | _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
+      case HeartbeatDue | StatsDue | RetryTunnel => Behaviors.same // wake-ups of an old session
+      case _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
     }
 
   /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
@@ -138,19 +139,19 @@ private final class Device(
       case TunnelOpened(Left(FailureReason.AuthRejected)) =>
         backingOff(failures, configSeq = 0) // the server no longer admits this device: join again, later
       case TunnelOpened(Left(_)) =>
-        timers.startSingleTimer(RetryTunnel, settings.backoff.delay(failures, random.nextDouble()))
+        wake(RetryTunnel, settings.backoff.delay(failures, random.nextDouble()))
         Behaviors.same
       case RetryTunnel => tunneling(join, configSeq, failures + 1)
       case Quiesce(replyTo) => quiesced(replyTo)
       case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue | RetryJoin | _: JoinReplied => Behaviors.unhandled
+      case HeartbeatDue | StatsDue => Behaviors.same // wake-ups of an old session
+      case RetryJoin | _: JoinReplied => Behaviors.unhandled
     }
 
   /** The tunnel is gone or dead: after a jittered pause, so that a herd does not return as one. */
   private def retunneling(s: Session): Behavior[Command] =
-    timers.cancelAll()
     closeTunnel()
-    timers.startSingleTimer(RetryTunnel, settings.backoff.delay(0, random.nextDouble()))
+    wake(RetryTunnel, settings.backoff.delay(0, random.nextDouble()))
     awaitingTunnel(s.join, s.configSeq, failures = 0)
 
   private def reporting(s: Session): Behavior[Command] =
@@ -171,6 +172,8 @@ private final class Device(
 
   /** What Reporting and ConfigDownloading share: the periodic jobs and their replies. */
   private def online(s: Session, stay: Session => Behavior[Command]): PartialFunction[Command, Behavior[Command]] =
+    case HeartbeatDue if early(s.heartbeatDueAt) => Behaviors.same // a wake-up of an old session
+    case StatsDue if early(s.statsDueAt) => Behaviors.same
     case HeartbeatDue =>
       val next = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.join.heartbeatInterval)
       val seq = s.heartbeatSeq + 1
@@ -199,11 +202,11 @@ private final class Device(
     case TunnelLost(n) if n == tunnelNumber => retunneling(s)
     case TunnelLost(_) => Behaviors.same // an older tunnel's
     case Quiesce(replyTo) => quiesced(replyTo)
-    case RetryJoin | RetryTunnel | _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
+    case RetryTunnel => Behaviors.same // an old session's
+    case RetryJoin | _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
 
   /** The run is ending: send nothing more, let the calls in flight come home, keep the state. */
   private def quiesced(replyTo: ActorRef[Done]): Behavior[Command] =
-    timers.cancelAll()
     replyTo ! Done
     in(state.get) {
       case TunnelOpened(Right(late)) =>
@@ -225,10 +228,17 @@ private final class Device(
       statsDueAt = schedule(StatsDue, (join.statsInterval.toNanos * random.nextDouble()).toLong.nanos))
     if s.announcedSeq > s.configSeq then startDownload(s) else reporting(s)
 
-  /** Starts a timer; returns when it is meant to fire (System.nanoTime). */
+  /** Wakes the device after `delay`; returns when it is meant to (on the clock). */
   private def schedule(tick: Command, delay: FiniteDuration): Long =
-    timers.startSingleTimer(tick, delay)
+    wake(tick, delay)
     clock() + delay.toNanos
+
+  private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, context.self, tick)
+
+  /** Not due yet, so the wake-up was meant for a session before this one (the wheel is never more
+    * than a tick early).
+    */
+  private def early(dueAt: Long): Boolean = dueAt - (clock() + wheel.tick.toNanos) > 0
 
   /** Records how late this send left against its intended time, and schedules the next one an
     * interval after the intended time, not the actual one: an overloaded simulator then shows as
@@ -240,7 +250,7 @@ private final class Device(
     events.late(kind, now - dueAt)
     val next = dueAt + settings.jittered(interval, random.nextDouble()).toNanos
     val from = if next < now - interval.toNanos then now else next
-    timers.startSingleTimer(tick, (from - now).max(0).nanos)
+    wake(tick, (from - now).max(0).nanos)
     from
 
   private def startDownload(s: Session): Behavior[Command] =
@@ -249,7 +259,6 @@ private final class Device(
 
   /** 403 from any call: forget the session and config, and join again. */
   private def refused(): Behavior[Command] =
-    timers.cancelAll()
     closeTunnel()
     discovering(failures = 0, configSeq = 0)
 

@@ -20,6 +20,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
   import DeviceState.*
 
   private val manualTime = ManualTime()
+  private val wheel = TimingWheel(system.scheduler)(using system.executionContext)
   /** The devices' clock, stepped with the timers' manual time. */
   @volatile private var now = 0L
   private def pass(d: FiniteDuration): Unit =
@@ -77,7 +78,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), half, () => now))
+    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now))
     moves.expectMessage(Moved(None, Discovering))
 
     /** Joins, opens a tunnel and downloads the config through it: Reporting, with the tunnel returned. */
