@@ -60,6 +60,7 @@ object Flag:
   val StatsInterval = Flag("stats-interval", "fleetsim.controller.stats-interval", ValueKind.Duration, "stats interval the reference controller hands out at join")
   val Results = Flag("results", "fleetsim.run.results-dir", ValueKind.Text, "folder for summary.json (default: results/<timestamp>/)")
   val MaxConnections = Flag("max-connections", "fleetsim.http.max-connections", ValueKind.CountOrAuto, "HTTP connections shared by the fleet")
+  val Pipelining = Flag("pipelining", "fleetsim.http.pipelining", ValueKind.Count, "calls in flight on one HTTP connection (1 = no pipelining)")
   val RequestTimeout = Flag("request-timeout", "fleetsim.http.request-timeout", ValueKind.Duration, "a call unanswered this long counts as failed")
   val MaxLostHeartbeats = Flag("max-lost-heartbeats", "fleetsim.device.max-lost-heartbeats", ValueKind.Count, "heartbeats lost in a row that send a device to Backoff")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")

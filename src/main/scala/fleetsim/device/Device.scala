@@ -235,9 +235,7 @@ private final class Device(
 
   private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, context.self, tick)
 
-  /** Not due yet, so the wake-up was meant for a session before this one (the wheel is never more
-    * than a tick early).
-    */
+  /** Not due yet, so the wake-up was meant for a session before this one (the wheel is never early). */
   private def early(dueAt: Long): Boolean = dueAt - (clock() + wheel.tick.toNanos) > 0
 
   /** Records how late this send left against its intended time, and schedules the next one an

@@ -20,7 +20,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
   import DeviceState.*
 
   private val manualTime = ManualTime()
-  private val wheel = TimingWheel(system.scheduler)(using system.executionContext)
+  private val wheel = TimingWheel(system.scheduler, () => now)
   /** The devices' clock, stepped with the timers' manual time. */
   @volatile private var now = 0L
   private def pass(d: FiniteDuration): Unit =

@@ -126,6 +126,22 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "fail slow calls as timedOut and calls past the connections' room as overloaded, then recover" in {
+      val c = config("fleetsim.http { max-connections = 1, pipelining = 8 }")
+      withSystem(c) {
+        withFleet(c) { (run, admin) =>
+          allReporting(run)
+          admin.send("PUT", "/admin/faults", """{"latencyMs":3000}""") // past the 2 s request timeout
+          def failures(reason: FailureReason) = MessageKind.values.map(run.metrics.snapshot().byKind(_).failures(reason)).sum
+          eventually(assert(failures(FailureReason.TimedOut) > 0 && failures(FailureReason.Overloaded) > 0))
+          admin.send("PUT", "/admin/faults", """{"latencyMs":0}""")
+          allReporting(run)
+          val heartbeats = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
+          eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= heartbeats + Devices))
+        }
+      }
+    }
+
     "keep every device up under a 20% error rate, and count every error" in {
       val c = config()
       withSystem(c) {
