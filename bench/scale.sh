@@ -85,7 +85,7 @@ done
   echo
   echo "### Scale: HTTP fleets against the controller in its own process — $(date -u +%Y-%m-%d)"
   echo
-  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), default GC (G1); heap from the launcher."
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), G1 with -XX:MaxGCPauseMillis=50 and the heap from the launcher."
   echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"
   echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/10000 + 60 s + $steady)\`"
   echo "(run by \`bench/scale.sh ${sizes[*]}\`). Live heap after \`jcmd GC.run\`, two thirds into the steady state;"
