@@ -26,7 +26,7 @@ class OptionsSpec extends AnyWordSpec:
     "put a profile under the user's own settings" in {
       val large = settings("--profile", "large")()
       assert(large.getString("fleetsim.controller.heartbeat-interval") == "60s")
-      assert(large.getInt("fleetsim.fleet.ramp-rate") == 2000)
+      assert(large.getInt("fleetsim.fleet.ramp-rate") == 10000)
       assert(settings("--profile", "large", "--heartbeat-interval", "5s")().getString("fleetsim.controller.heartbeat-interval") == "5s")
       assert(settings()().getString("fleetsim.controller.heartbeat-interval") == "10s")
       assert(error("--profile", "huge").contains("one of large"))
