@@ -9,8 +9,8 @@ import scala.concurrent.duration.*
 
 /** One timing wheel for the whole fleet, in place of Pekko timers in every device: a wake-up costs
   * 16 bytes in an array instead of about 100 in five objects, and one ticker serves a million
-  * devices (BENCHMARKS.md, "Timers"). A wake-up cannot be cancelled: a device ignores the ones it no
-  * longer expects.
+  * devices (BENCHMARKS.md, "Scale with the fleet's timing wheel"). A wake-up cannot be cancelled:
+  * a device ignores the ones it no longer expects.
   *
   * The ticker runs on the scheduler's own thread, as Pekko's timers do: on the busy dispatcher it
   * fell a minute behind at a million devices. Each run catches up with the clock, however late it is.

@@ -61,10 +61,11 @@ final class HttpTransport(host: String, port: Int, settings: HttpSettings, devic
   private val tcp = Tcp(system).outgoingConnection(address, connectTimeout = settings.connectTimeout, idleTimeout = settings.keepAliveTimeout)
 
   def send(request: Request): Future[Reply] =
+    val bytes = renderer.render(request) // once, however many connections it tries
     val first = next.getAndIncrement()
     @tailrec def attempt(tried: Int): Future[Reply] =
       if tried == size then Future.successful(Reply.Failed(FailureReason.Overloaded))
-      else connection(Math.floorMod(first + tried, size)).send(request) match
+      else connection(Math.floorMod(first + tried, size)).send(bytes) match
         case Some(reply) => reply
         case None => attempt(tried + 1)
     attempt(0)
@@ -73,7 +74,7 @@ final class HttpTransport(host: String, port: Int, settings: HttpSettings, devic
     val current = connections.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = PipelinedConnection(tcp, renderer, settings.pipelining, deadlines)
+      val fresh = PipelinedConnection(tcp, settings.pipelining, deadlines)
       if connections.compareAndSet(slot, current, fresh) then fresh
       else
         fresh.close()

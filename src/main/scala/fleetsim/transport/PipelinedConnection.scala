@@ -18,7 +18,7 @@ import scala.util.{Failure, Success, Try}
   * call. A call unanswered at its deadline fails TimedOut but keeps its place, as its response
   * will still come on this connection.
   */
-final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], renderer: Http1.Renderer, depth: Int, deadlines: Deadlines)(
+final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines)(
     using system: ActorSystem[?]):
   private final class Call(val deadline: Long, val reply: Promise[Reply])
 
@@ -39,14 +39,15 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], renderer
 
   def isOpen: Boolean = synchronized(!closing)
 
-  /** The call's reply, or None when the connection is full or closing: the caller tries another. */
-  def send(request: Request): Option[Future[Reply]] =
-    val bytes = renderer.render(request)
+  /** The reply to a call rendered by [[Http1.Renderer]], or None when the connection is full or
+    * closing: the caller tries another with the same bytes.
+    */
+  def send(request: ByteString): Option[Future[Reply]] =
     synchronized {
       if closing || calls.size >= depth then None
       else
         val call = Call(System.nanoTime() + deadlines.timeout.toNanos, Promise())
-        requests.offer(bytes) match
+        requests.offer(request) match
           case QueueOfferResult.Enqueued =>
             calls.add(call)
             Some(call.reply.future)

@@ -27,13 +27,13 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
 
   def send(request: Request): Future[Reply] =
     // Opening a channel on a session that just closed throws: that too is a failed call, not a crash.
-    try currentConnection().send(request).getOrElse(Future.successful(Reply.Failed(FailureReason.Overloaded)))
+    try currentConnection().send(renderer.render(request)).getOrElse(Future.successful(Reply.Failed(FailureReason.Overloaded)))
     catch case e: Exception => Future.successful(Reply.Failed(Replies.reason(e)))
 
   /** The open channel, or a new one when the last was closed (by the server's idle timeout, say). */
   private def currentConnection(): PipelinedConnection = synchronized {
     connection.filter(_.isOpen).getOrElse {
-      val fresh = PipelinedConnection(channelBytes(), renderer, pipelining, deadlines)
+      val fresh = PipelinedConnection(channelBytes(), pipelining, deadlines)
       connection = Some(fresh)
       fresh
     }
