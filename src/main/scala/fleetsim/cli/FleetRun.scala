@@ -4,7 +4,6 @@ import fleetsim.controller.Controller
 import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.protocol.Identity
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
 import fleetsim.transport.ssh.SshTunnels
 import fleetsim.transport.{HttpTransport, Tunnels}
@@ -132,7 +131,8 @@ object FleetRun:
       }
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
       wheel = TimingWheel(system.scheduler)
-      device = (identity: Identity) => Device(identity, settings.device, transport, tunnels, metrics, wheel, random)
+      shared = Device.Shared(settings.fleet.identity, settings.device, transport, tunnels, metrics, wheel, random)
+      device = (i: Int) => Device(i, shared)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)
     yield FleetRun(settings, metrics, controller, url.toString, board, http, tunnels, wheel, fleet, exporters, Instant.now)

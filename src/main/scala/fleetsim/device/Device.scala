@@ -3,18 +3,23 @@ package fleetsim.device
 import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
 import fleetsim.protocol.*
 import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
-import org.apache.pekko.actor.typed.scaladsl.{ActorContext, Behaviors}
 import org.apache.pekko.Done
-import org.apache.pekko.actor.typed.{ActorRef, Behavior, PostStop, PreRestart}
+import org.apache.pekko.actor.typed.scaladsl.{AbstractBehavior, ActorContext, Behaviors}
+import org.apache.pekko.actor.typed.{ActorRef, Behavior, PostStop, Signal}
 
 import java.util.random.RandomGenerator
+import scala.concurrent.{ExecutionContext, Future}
 import scala.concurrent.duration.*
-import scala.util.{Failure, Success}
+import scala.util.control.NonFatal
 
 /** One simulated access point: joins the controller, opens its own tunnel when the fleet uses one,
-  * reports on jittered timers, downloads new configuration, and recovers by itself from refusals,
-  * lost tunnels and lost heartbeats. It owns its lifecycle and its tunnel; a restart loses the
-  * session and the device simply joins again.
+  * reports on jittered schedules, downloads new configuration, and recovers by itself from
+  * refusals, lost tunnels, lost heartbeats and its own failures. It owns its lifecycle and its
+  * tunnel; a failure loses the session, and the device backs off and joins again.
+  *
+  * A million of these share one process, so a device is one object of plain fields and a state
+  * (docs/adr/0004): no behaviour, closure or session copy per transition, no supervisor of its own,
+  * and who it is derived from its number when needed instead of kept.
   */
 object Device:
   sealed trait Command
@@ -33,210 +38,256 @@ object Device:
   private final case class StatsReplied(session: Int, reply: Reply) extends Command
   private final case class ConfigReplied(session: Int, reply: Reply) extends Command
 
-  /** @param http carries the join, and every call when there are no tunnels
+  /** What every device of a fleet shares; each device keeps one reference to it.
+    *
+    * @param identity who device i is
+    * @param http carries the join, and every call when there are no tunnels
     * @param tunnels opens the device's own tunnel after each join; None = plain HTTP, no Tunneling
-    * @param wheel wakes the device for its periodic sends and retries
+    * @param wheel wakes the devices for their periodic sends and retries
     * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
     */
-  def apply(
-      identity: Identity,
+  final case class Shared(
+      identity: Int => Identity,
       settings: DeviceSettings,
       http: Transport,
       tunnels: Option[Tunnels],
       events: DeviceEvents,
       wheel: TimingWheel,
       random: RandomGenerator,
-      clock: () => Long = () => System.nanoTime()): Behavior[Command] =
-    Behaviors.setup { context =>
-      new Device(identity, settings, http, tunnels, events, wheel, random, clock, context).discovering(failures = 0, configSeq = 0)
-    }
+      clock: () => Long = () => System.nanoTime())
 
-  /** What a device knows between a join (or a new tunnel) and the next: the join reply, what its
-    * calls travel through, the latest config it applied and the latest one the controller announced.
-    */
-  private final case class Session(
-      number: Int,
-      join: JoinReply,
-      channel: Transport,
-      configSeq: Long,
-      announcedSeq: Long,
-      heartbeatDueAt: Long,
-      statsDueAt: Long,
-      heartbeatSeq: Long = 0,
-      lostHeartbeats: Int = 0)
+  /** Device number `i` of the fleet. */
+  def apply(i: Int, shared: Shared): Behavior[Command] = Behaviors.setup(context => new Device(i, shared, context))
 
-private final class Device(
-    identity: Identity,
-    settings: DeviceSettings,
-    http: Transport,
-    tunnels: Option[Tunnels],
-    events: DeviceEvents,
-    wheel: TimingWheel,
-    random: RandomGenerator,
-    clock: () => Long,
-    context: ActorContext[Device.Command]):
+private final class Device(number: Int, shared: Device.Shared, context: ActorContext[Device.Command])
+    extends AbstractBehavior[Device.Command](context):
   import Device.*
   import DeviceState.*
+  import shared.{events, random, settings, wheel}
 
-  private val startedAt = clock()
-  private var state: Option[DeviceState] = None
-  private var sessions = 0
+  private val startedAt = shared.clock()
+  private var state = Discovering
+  private var quiesced = false
+  /** Joins or tunnel openings failed in a row: the backoff grows with them. */
+  private var failures = 0
+  /** Sessions started: a session is a join (and tunnel) and what the device does until the next. */
+  private var session = 0
+  // What the last join said (seconds, not durations: two objects fewer per device).
+  private var heartbeatS = 0
+  private var statsS = 0
+  private var ssh: Option[SshEndpoint] = None
+  // The session's: what calls travel through, the config applied and announced, the schedules.
+  private var channel: Transport = shared.http
+  private var configSeq = 0L
+  private var announcedSeq = 0L
+  private var heartbeatDueAt = 0L
+  private var statsDueAt = 0L
+  private var heartbeatSeq = 0L
+  private var lostHeartbeats = 0
   /** The open tunnel and its number, which tells its loss from an older one's. */
   private var tunnel: Option[Tunnel] = None
   private var tunnelNumber = 0
 
-  // ---- states ----
+  events.moved(None, Discovering)
+  join()
 
-  private def discovering(failures: Int, configSeq: Long): Behavior[Command] =
-    // Rendered per join, not kept: joins are rare, and a million devices would keep 150 MB of them.
-    val request = JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware, tunnels.flatMap(_.publicKey))
-    send(http, Request(MessageKind.Join, Protocol.joinPath, Some(writeToArray(request))))(JoinReplied(_))
-    in(Discovering) {
-      case JoinReplied(Reply.Ok(body)) =>
-        Protocol.parse[JoinReply](body) match
-          case Some(join) if tunnels.isDefined => tunneling(join, configSeq, failures = 0)
-          case Some(join) => startSession(join, configSeq, http)
-          case None => backingOff(failures, configSeq)
-      case JoinReplied(Reply.Forbidden) =>
-        // Not admitted: stay Discovering and ask again later, more slowly each time.
-        wake(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
-        Behaviors.same
-      case JoinReplied(Reply.Failed(_)) => backingOff(failures, configSeq)
-      case RetryJoin => discovering(failures + 1, configSeq)
-      case Quiesce(replyTo) => quiesced(replyTo)
-      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue | RetryTunnel => Behaviors.same // wake-ups of an old session
-      case _: TunnelOpened => Behaviors.unhandled
-    }
+  override def onMessage(command: Command): Behavior[Command] =
+    try
+      if quiesced then whileQuiesced(command)
+      else
+        command match
+          case Quiesce(replyTo) =>
+            quiesced = true
+            replyTo ! Done
+          case _ =>
+            state match
+              case Discovering => discovering(command)
+              case Backoff => backingOff(command)
+              case Tunneling => tunneling(command)
+              case Reporting | ConfigDownloading => online(command)
+    catch case NonFatal(e) => failed(e)
+    this
 
-  private def backingOff(failures: Int, configSeq: Long): Behavior[Command] =
+  override def onSignal: PartialFunction[Signal, Behavior[Command]] = { case PostStop =>
     closeTunnel()
-    wake(RetryJoin, settings.backoff.delay(failures, random.nextDouble()))
-    in(Backoff) {
-      case RetryJoin => discovering(failures + 1, configSeq)
-      case Quiesce(replyTo) => quiesced(replyTo)
-      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue | RetryTunnel => Behaviors.same // wake-ups of an old session
-      case _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
-    }
+    events.stopped(state)
+    this
+  }
 
-  /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
-  private def tunneling(join: JoinReply, configSeq: Long, failures: Int): Behavior[Command] =
-    context.pipeToSelf(tunnels.get.open(identity, join.ssh)) {
-      case Success(result) => TunnelOpened(result)
-      case Failure(_) => TunnelOpened(Left(FailureReason.ProtocolError))
-    }
-    awaitingTunnel(join, configSeq, failures)
+  // ---- states: what each does with a message; anything else is from an older session ----
 
-  private def awaitingTunnel(join: JoinReply, configSeq: Long, failures: Int): Behavior[Command] =
-    in(Tunneling) {
-      case TunnelOpened(Right(opened)) =>
-        tunnelNumber += 1
-        tunnel = Some(opened)
-        val number = tunnelNumber
-        context.pipeToSelf(opened.lost)(_ => TunnelLost(number))
-        startSession(join, configSeq, opened)
-      case TunnelOpened(Left(FailureReason.AuthRejected)) =>
-        backingOff(failures, configSeq = 0) // the server no longer admits this device: join again, later
-      case TunnelOpened(Left(_)) =>
-        wake(RetryTunnel, settings.backoff.delay(failures, random.nextDouble()))
-        Behaviors.same
-      case RetryTunnel => tunneling(join, configSeq, failures + 1)
-      case Quiesce(replyTo) => quiesced(replyTo)
-      case _: HeartbeatReplied | _: StatsReplied | _: ConfigReplied | _: TunnelLost => Behaviors.same // from an old session
-      case HeartbeatDue | StatsDue => Behaviors.same // wake-ups of an old session
-      case RetryJoin | _: JoinReplied => Behaviors.unhandled
-    }
+  private def discovering(command: Command): Unit = command match
+    case JoinReplied(Reply.Ok(body)) =>
+      Protocol.parse[JoinReply](body) match
+        case Some(join) => joined(join)
+        case None => backOff()
+    case JoinReplied(Reply.Forbidden) => wake(RetryJoin, backoffDelay()) // not admitted: ask again, more slowly each time
+    case JoinReplied(Reply.Failed(_)) => backOff()
+    case RetryJoin =>
+      failures += 1
+      join()
+    case _ => ()
 
-  /** The tunnel is gone or dead: after a jittered pause, so that a herd does not return as one. */
-  private def retunneling(s: Session): Behavior[Command] =
-    closeTunnel()
-    wake(RetryTunnel, settings.backoff.delay(0, random.nextDouble()))
-    awaitingTunnel(s.join, s.configSeq, failures = 0)
+  private def backingOff(command: Command): Unit = command match
+    case RetryJoin =>
+      failures += 1
+      join()
+    case _ => ()
 
-  private def reporting(s: Session): Behavior[Command] =
-    in(Reporting)(online(s, reporting) orElse {
-      case ConfigReplied(_, _) => Behaviors.same // a download that lost a race with a rejoin
-    })
+  private def tunneling(command: Command): Unit = command match
+    case TunnelOpened(Right(opened)) =>
+      tunnelNumber += 1
+      tunnel = Some(opened)
+      val lost = TunnelLost(tunnelNumber)
+      pipe(opened.lost, Done)(_ => lost)
+      startSession(opened)
+    case TunnelOpened(Left(FailureReason.AuthRejected)) =>
+      configSeq = 0 // the server no longer admits this device: join again, later
+      backOff()
+    case TunnelOpened(Left(_)) => wake(RetryTunnel, backoffDelay())
+    case RetryTunnel =>
+      failures += 1
+      openTunnel()
+    case _ => ()
 
-  private def configDownloading(s: Session): Behavior[Command] =
-    in(ConfigDownloading)(online(s, configDownloading) orElse {
-      case ConfigReplied(n, _) if n != s.number => Behaviors.same
-      case ConfigReplied(_, Reply.Ok(body)) =>
-        Protocol.parse[ConfigHeader](body) match
-          case Some(config) => reporting(s.copy(configSeq = config.configSeq))
-          case None => reporting(s) // the next heartbeat reply announces it again
-      case ConfigReplied(_, Reply.Forbidden) => refused()
-      case ConfigReplied(_, Reply.Failed(_)) => reporting(s)
-    })
-
-  /** What Reporting and ConfigDownloading share: the periodic jobs and their replies. */
-  private def online(s: Session, stay: Session => Behavior[Command]): PartialFunction[Command, Behavior[Command]] =
-    case HeartbeatDue if early(s.heartbeatDueAt) => Behaviors.same // a wake-up of an old session
-    case StatsDue if early(s.statsDueAt) => Behaviors.same
-    case HeartbeatDue =>
-      val next = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, s.heartbeatDueAt, s.join.heartbeatInterval)
-      val seq = s.heartbeatSeq + 1
-      val beat = Heartbeat(seq, uptimeS, state.fold("")(_.toString), s.configSeq)
-      send(s.channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(identity.mac), Some(writeToArray(beat))))(HeartbeatReplied(s.number, _))
-      stay(s.copy(heartbeatSeq = seq, heartbeatDueAt = next))
-    case StatsDue =>
-      val next = scheduleNext(StatsDue, MessageKind.Stats, s.statsDueAt, s.join.statsInterval)
-      StatsKind.values.foreach { kind =>
-        send(s.channel, Request(MessageKind.Stats, Protocol.statsPath(identity.mac, kind), Some(statsBody(kind))))(StatsReplied(s.number, _))
-      }
-      stay(s.copy(statsDueAt = next))
-    case HeartbeatReplied(n, _) if n != s.number => Behaviors.same
-    case HeartbeatReplied(_, Reply.Ok(body)) =>
-      val announced = Protocol.parse[HeartbeatReply](body).fold(s.announcedSeq)(_.configSeq)
-      val next = s.copy(lostHeartbeats = 0, announcedSeq = announced.max(s.announcedSeq))
-      if state.contains(Reporting) && next.announcedSeq > next.configSeq then startDownload(next) else stay(next)
-    case HeartbeatReplied(_, Reply.Forbidden) => refused()
-    case HeartbeatReplied(_, Reply.Failed(_)) =>
-      val lost = s.lostHeartbeats + 1
-      if lost < settings.maxLostHeartbeats then stay(s.copy(lostHeartbeats = lost))
-      else if tunnel.isDefined then retunneling(s)
-      else backingOff(failures = 0, s.configSeq)
-    case StatsReplied(n, Reply.Forbidden) if n == s.number => refused()
-    case StatsReplied(_, _) => Behaviors.same // counted by the transport's metrics; nothing to decide
-    case TunnelLost(n) if n == tunnelNumber => retunneling(s)
-    case TunnelLost(_) => Behaviors.same // an older tunnel's
-    case Quiesce(replyTo) => quiesced(replyTo)
-    case RetryTunnel => Behaviors.same // an old session's
-    case RetryJoin | _: JoinReplied | _: TunnelOpened => Behaviors.unhandled
+  /** Reporting and ConfigDownloading: the periodic sends and their replies. */
+  private def online(command: Command): Unit = command match
+    case HeartbeatDue if !early(heartbeatDueAt) => heartbeat()
+    case StatsDue if !early(statsDueAt) => statsRound()
+    case HeartbeatReplied(n, reply) if n == session =>
+      reply match
+        case Reply.Ok(body) =>
+          lostHeartbeats = 0
+          Protocol.parse[HeartbeatReply](body).foreach(r => announcedSeq = announcedSeq.max(r.configSeq))
+          if state == Reporting && announcedSeq > configSeq then download()
+        case Reply.Forbidden => refused()
+        case Reply.Failed(_) =>
+          lostHeartbeats += 1
+          if lostHeartbeats >= settings.maxLostHeartbeats then
+            if tunnel.isDefined then retunnel()
+            else
+              failures = 0
+              backOff()
+    case StatsReplied(n, Reply.Forbidden) if n == session => refused()
+    case ConfigReplied(n, reply) if n == session && state == ConfigDownloading =>
+      reply match
+        case Reply.Ok(body) =>
+          // Unreadable, it stays unapplied: the next heartbeat reply announces it again.
+          Protocol.parse[ConfigHeader](body).foreach(config => configSeq = config.configSeq)
+          enter(Reporting)
+        case Reply.Forbidden => refused()
+        case Reply.Failed(_) => enter(Reporting)
+    case TunnelLost(n) if n == tunnelNumber => retunnel()
+    case _ => () // stats replies are counted by the transport's metrics; the rest are an older session's
 
   /** The run is ending: send nothing more, let the calls in flight come home, keep the state. */
-  private def quiesced(replyTo: ActorRef[Done]): Behavior[Command] =
-    replyTo ! Done
-    in(state.get) {
-      case TunnelOpened(Right(late)) =>
-        late.close()
-        Behaviors.same
-      case Quiesce(again) =>
-        again ! Done
-        Behaviors.same
-      case _ => Behaviors.same
-    }
+  private def whileQuiesced(command: Command): Unit = command match
+    case TunnelOpened(Right(late)) => late.close()
+    case Quiesce(again) => again ! Done
+    case _ => ()
 
   // ---- transitions ----
 
-  private def startSession(join: JoinReply, configSeq: Long, channel: Transport): Behavior[Command] =
-    sessions += 1
+  private def join(): Unit =
+    enter(Discovering)
+    val id = shared.identity(number)
+    // Rendered per join, not kept: joins are rare, and a million devices would keep 150 MB of them.
+    val request = JoinRequest(id.mac, id.serial, id.model, id.firmware, shared.tunnels.flatMap(_.publicKey))
+    send(shared.http, Request(MessageKind.Join, Protocol.joinPath, Some(writeToArray(request))))(JoinReplied(_))
+
+  private def joined(join: JoinReply): Unit =
+    failures = 0
+    heartbeatS = join.heartbeatIntervalS.max(1) // a controller's 0 must not make its devices spin
+    statsS = join.statsIntervalS.max(1)
+    ssh = join.ssh
+    announcedSeq = join.configSeq
+    if shared.tunnels.isDefined then openTunnel() else startSession(shared.http)
+
+  /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
+  private def openTunnel(): Unit =
+    enter(Tunneling)
+    pipe(shared.tunnels.get.open(shared.identity(number), ssh), Left(FailureReason.ProtocolError))(TunnelOpened(_))
+
+  /** The tunnel is gone or dead: after a jittered pause, so that a herd does not return as one. */
+  private def retunnel(): Unit =
+    closeTunnel()
+    failures = 0
+    wake(RetryTunnel, backoffDelay())
+    enter(Tunneling)
+
+  private def startSession(through: Transport): Unit =
+    session += 1
+    channel = through
+    heartbeatSeq = 0
+    lostHeartbeats = 0
     // Random phase: a fleet that joined together must not report together.
-    val s = Session(sessions, join, channel, configSeq, join.configSeq,
-      heartbeatDueAt = schedule(HeartbeatDue, (join.heartbeatInterval.toNanos * random.nextDouble()).toLong.nanos),
-      statsDueAt = schedule(StatsDue, (join.statsInterval.toNanos * random.nextDouble()).toLong.nanos))
-    if s.announcedSeq > s.configSeq then startDownload(s) else reporting(s)
+    heartbeatDueAt = schedule(HeartbeatDue, (heartbeatS * 1e9 * random.nextDouble()).toLong.nanos)
+    statsDueAt = schedule(StatsDue, (statsS * 1e9 * random.nextDouble()).toLong.nanos)
+    if announcedSeq > configSeq then download() else enter(Reporting)
+
+  private def heartbeat(): Unit =
+    heartbeatDueAt = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, heartbeatDueAt, heartbeatS.seconds)
+    heartbeatSeq += 1
+    val beat = Heartbeat(heartbeatSeq, uptimeS, state.toString, configSeq)
+    val n = session
+    send(channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(mac), Some(writeToArray(beat))))(HeartbeatReplied(n, _))
+
+  private def statsRound(): Unit =
+    statsDueAt = scheduleNext(StatsDue, MessageKind.Stats, statsDueAt, statsS.seconds)
+    val (n, address) = (session, mac)
+    StatsKind.values.foreach { kind =>
+      send(channel, Request(MessageKind.Stats, Protocol.statsPath(address, kind), Some(statsBody(address, kind))))(StatsReplied(n, _))
+    }
+
+  private def download(): Unit =
+    enter(ConfigDownloading)
+    val n = session
+    send(channel, Request(MessageKind.Config, Protocol.configPath(mac), None))(ConfigReplied(n, _))
+
+  /** 403 from any call: forget the session and config, and join again. */
+  private def refused(): Unit =
+    closeTunnel()
+    failures = 0
+    configSeq = 0
+    join()
+
+  /** Waits a backoff delay, then joins again. */
+  private def backOff(): Unit =
+    closeTunnel()
+    wake(RetryJoin, backoffDelay())
+    enter(Backoff)
+
+  /** An exception inside the device: what a restart would do, without a supervisor per device. */
+  private def failed(e: Throwable): Unit =
+    context.log.warn("device {} failed in {}, joining again after a pause: {}", mac, state, e.toString)
+    configSeq = 0
+    backOff()
+
+  // ---- plumbing ----
+
+  /** Enters a state; entering is reported once, however often a state is re-entered. Wake-ups are
+    * set before, so a test that steps time once it sees the move cannot step past them.
+    */
+  private def enter(next: DeviceState): Unit =
+    if state != next then
+      events.moved(Some(state), next)
+      state = next
+
+  private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
+
+  private def closeTunnel(): Unit =
+    tunnel.foreach(_.close())
+    tunnel = None
 
   /** Wakes the device after `delay`; returns when it is meant to (on the clock). */
   private def schedule(tick: Command, delay: FiniteDuration): Long =
     wake(tick, delay)
-    clock() + delay.toNanos
+    shared.clock() + delay.toNanos
 
   private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, context.self, tick)
 
   /** Not due yet, so the wake-up was meant for a session before this one (the wheel is never early). */
-  private def early(dueAt: Long): Boolean = dueAt - (clock() + wheel.tick.toNanos) > 0
+  private def early(dueAt: Long): Boolean = dueAt - (shared.clock() + wheel.tick.toNanos) > 0
 
   /** Records how late this send left against its intended time, and schedules the next one an
     * interval after the intended time, not the actual one: an overloaded simulator then shows as
@@ -244,53 +295,29 @@ private final class Device(
     * it starts afresh from now rather than firing a burst to catch up.
     */
   private def scheduleNext(tick: Command, kind: MessageKind, dueAt: Long, interval: FiniteDuration): Long =
-    val now = clock()
+    val now = shared.clock()
     events.late(kind, now - dueAt)
     val next = dueAt + settings.jittered(interval, random.nextDouble()).toNanos
     val from = if next < now - interval.toNanos then now else next
     wake(tick, (from - now).max(0).nanos)
     from
 
-  private def startDownload(s: Session): Behavior[Command] =
-    send(s.channel, Request(MessageKind.Config, Protocol.configPath(identity.mac), None))(ConfigReplied(s.number, _))
-    configDownloading(s)
-
-  /** 403 from any call: forget the session and config, and join again. */
-  private def refused(): Behavior[Command] =
-    closeTunnel()
-    discovering(failures = 0, configSeq = 0)
-
-  private def closeTunnel(): Unit =
-    tunnel.foreach(_.close())
-    tunnel = None
-
-  // ---- plumbing ----
-
-  /** The behaviour of one state; entering it is reported once, and so is stopping in it. */
-  private def in(next: DeviceState)(handle: Command => Behavior[Command]): Behavior[Command] =
-    if !state.contains(next) then
-      events.moved(state, next)
-      state = Some(next)
-    Behaviors
-      .receiveMessage[Command](handle)
-      .receiveSignal { case (_, PostStop | PreRestart) =>
-        closeTunnel()
-        events.stopped(next)
-        Behaviors.same
-      }
-
-  /** Every async result comes back as a message, success or failure. */
+  /** Every call's outcome comes back as a message. */
   private def send(through: Transport, request: Request)(reply: Reply => Command): Unit =
-    context.pipeToSelf(through.send(request)) {
-      case Success(r) => reply(r)
-      case Failure(_) => reply(Reply.Failed(FailureReason.ProtocolError))
-    }
+    pipe(through.send(request), Reply.Failed(FailureReason.ProtocolError))(reply)
 
-  private def uptimeS: Long = (clock() - startedAt) / 1_000_000_000L
+  /** A future's outcome as a message to this device; `failure` stands for a failed future. */
+  private def pipe[A](future: Future[A], failure: A)(message: A => Command): Unit =
+    val self = context.self
+    future.onComplete(result => self ! message(result.getOrElse(failure)))(using ExecutionContext.parasitic)
 
-  private def statsBody(kind: StatsKind): Array[Byte] =
+  private def mac: String = shared.identity(number).mac
+
+  private def uptimeS: Long = (shared.clock() - startedAt) / 1_000_000_000L
+
+  private def statsBody(mac: String, kind: StatsKind): Array[Byte] =
     val figures = kind match
       case StatsKind.System => s""""cpuPct":${random.nextInt(100)},"memFreeKb":${random.nextInt(1 << 20)}"""
       case StatsKind.Radio => s""""channel":${1 + random.nextInt(11)},"noiseDbm":${-95 + random.nextInt(10)}"""
       case StatsKind.Clients => s""""clients":${random.nextInt(64)}"""
-    s"""{"mac":"${identity.mac}","uptimeS":$uptimeS,$figures}""".getBytes(java.nio.charset.StandardCharsets.UTF_8)
+    s"""{"mac":"$mac","uptimeS":$uptimeS,$figures}""".getBytes(java.nio.charset.StandardCharsets.UTF_8)

@@ -27,10 +27,7 @@ final class TimingWheel(scheduler: Scheduler, clock: () => Long = () => System.n
     var size = 0
 
     def add(target: ActorRef[Any], message: Any, due: Long): Unit =
-      if size == targets.length then
-        targets = java.util.Arrays.copyOf(targets, size * 2)
-        messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], size * 2).asInstanceOf[Array[Any]]
-        dueTicks = java.util.Arrays.copyOf(dueTicks, size * 2)
+      if size == targets.length then resize(size * 2)
       targets(size) = target
       messages(size) = message
       dueTicks(size) = due
@@ -49,6 +46,13 @@ final class TimingWheel(scheduler: Scheduler, clock: () => Long = () => System.n
       java.util.Arrays.fill(targets.asInstanceOf[Array[AnyRef]], kept, size, null)
       java.util.Arrays.fill(messages.asInstanceOf[Array[AnyRef]], kept, size, null)
       size = kept
+      // Room follows what the slot holds: the next minute's slots are crowded, the others nearly empty.
+      if targets.length > 4 && size < targets.length / 4 then resize((size * 2).max(4))
+
+    private def resize(capacity: Int): Unit =
+      targets = java.util.Arrays.copyOf(targets, capacity)
+      messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Any]]
+      dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
 
   private val wheel = Array.fill(slots)(Slot())
   private val start = clock()

@@ -1,15 +1,15 @@
 package fleetsim.fleet
 
 import fleetsim.device.Device
-import fleetsim.protocol.Identity
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
-import org.apache.pekko.actor.typed.{ActorRef, Behavior, SupervisorStrategy}
+import org.apache.pekko.actor.typed.{ActorRef, Behavior}
 
 import scala.concurrent.duration.*
 
 /** Starts the fleet's devices at the ramp rate and stops them all on [[Fleet.Stop]]. It owns the
-  * devices as children; if it stopped, so would they.
+  * devices as children; if it stopped, so would they. Devices recover from their own failures
+  * (see [[Device]]): a supervisor per device would cost a million of them 130 MB.
   */
 object Fleet:
   sealed trait Command
@@ -20,22 +20,16 @@ object Fleet:
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
-  /** One strategy for every device: a strategy per device cost 128 bytes each at 100,000 devices. */
-  private val restart = SupervisorStrategy.restartWithBackoff(1.second, 30.seconds, 0.2)
-
   /** @param device makes device i's behaviour (injected, so tests can count or replace devices) */
-  def apply(settings: FleetSettings, device: Identity => Behavior[Device.Command]): Behavior[Command] =
+  def apply(settings: FleetSettings, device: Int => Behavior[Device.Command]): Behavior[Command] =
     Behaviors.withTimers { timers =>
       Behaviors.setup { context =>
         val started = System.nanoTime()
-        def supervised(i: Int) =
-          Behaviors.supervise(device(settings.identity(i))).onFailure[Exception](restart)
-
         def ramping(spawned: Int): Behavior[Command] =
           Behaviors.receiveMessage {
             case RampTick =>
               val due = Ramp.due((System.nanoTime() - started).nanos, settings.rampRate, settings.devices)
-              (spawned until due).foreach(i => context.spawnAnonymous(supervised(i)))
+              (spawned until due).foreach(i => context.spawnAnonymous(device(i)))
               if due == settings.devices then timers.cancel(RampTick)
               ramping(due)
             case Quiesce(replyTo) =>

@@ -21,9 +21,12 @@ final case class FleetSettings(
   require(rampRate > 0, s"fleetsim.fleet.ramp-rate must be positive (got $rampRate)")
   require(macBase + devices <= FleetSettings.MaxMac, "fleetsim.fleet.mac-base plus the number of devices runs past ff:ff:ff:ff:ff:ff")
 
-  /** Device i's identity: MAC = base + i, a serial from i, the fleet's model and firmware. */
+  /** Device i's identity: MAC = base + i, a serial from i, the fleet's model and firmware. Devices
+    * derive it whenever they need it rather than keep it, so it is quick to make.
+    */
   def identity(i: Int): Identity =
-    Identity(FleetSettings.formatMac(macBase + i), f"FS$i%010d", model, firmware)
+    val digits = Integer.toString(i)
+    Identity(FleetSettings.formatMac(macBase + i), "FS" + "0000000000".substring(digits.length.min(10)) + digits, model, firmware)
 
 object FleetSettings:
   private val MaxMac = 0xffffffffffffL
@@ -48,4 +51,12 @@ object FleetSettings:
     parts.foldLeft(0L)((acc, part) => (acc << 8) | Integer.parseInt(part, 16))
 
   def formatMac(mac: Long): String =
-    (40 to 0 by -8).map(shift => f"${(mac >> shift) & 0xff}%02x").mkString(":")
+    val text = new Array[Char](17)
+    var i = 0
+    while i < 6 do
+      val byte = (mac >> (40 - 8 * i)).toInt & 0xff
+      text(3 * i) = Character.forDigit(byte >> 4, 16)
+      text(3 * i + 1) = Character.forDigit(byte & 0xf, 16)
+      if i < 5 then text(3 * i + 2) = ':'
+      i += 1
+    String(text)

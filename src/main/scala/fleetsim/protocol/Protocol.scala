@@ -3,8 +3,6 @@ package fleetsim.protocol
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 
-import scala.concurrent.duration.*
-
 /** Who a device is: what it says at join. */
 final case class Identity(mac: String, serial: String, model: String, firmware: String)
 
@@ -16,9 +14,7 @@ object JoinRequest:
 
 final case class SshEndpoint(host: String, port: Int)
 
-final case class JoinReply(heartbeatIntervalS: Int, statsIntervalS: Int, configSeq: Long, ssh: Option[SshEndpoint] = None):
-  def heartbeatInterval: FiniteDuration = heartbeatIntervalS.max(1).seconds
-  def statsInterval: FiniteDuration = statsIntervalS.max(1).seconds
+final case class JoinReply(heartbeatIntervalS: Int, statsIntervalS: Int, configSeq: Long, ssh: Option[SshEndpoint] = None)
 object JoinReply:
   given JsonValueCodec[JoinReply] = JsonCodecMaker.make
 

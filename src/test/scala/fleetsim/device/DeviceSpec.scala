@@ -78,7 +78,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    val device = spawn(Device(identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now))
+    val device = spawn(Device(7, Device.Shared(_ => identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)))
     moves.expectMessage(Moved(None, Discovering))
 
     /** Joins, opens a tunnel and downloads the config through it: Reporting, with the tunnel returned. */
