@@ -143,9 +143,11 @@ object FleetMetrics:
       recorder.recordValue(n / 1000)
       timer.record(n, NANOSECONDS)
 
+    private var interval: Histogram = null // recycled: a new one every second would grow anew each time
+
     /** (since the last take, since the start); for one reader at a time. */
     def take(): (Latency, Latency) =
-      val interval = recorder.getIntervalHistogram()
+      interval = recorder.getIntervalHistogram(interval)
       overall.add(interval)
       (Latency.of(interval), Latency.of(overall))
 

@@ -20,15 +20,22 @@ object Http1:
     private val post = "POST ".getBytes(US_ASCII)
     private val crlf = "\r\n".getBytes(US_ASCII)
 
-    /** GET when the call has no body, POST with its JSON otherwise. */
+    /** GET when the call has no body, POST with its JSON otherwise: one array of the exact size. */
     def render(request: Request): ByteString =
-      val b = ByteString.newBuilder
-      b.sizeHint(256)
-      b.putBytes(if request.body.isEmpty then get else post).putBytes(request.path.getBytes(US_ASCII)).putBytes(afterPath)
-      request.body.foreach(body => b.putBytes(json).putBytes(body.length.toString.getBytes(US_ASCII)).putBytes(crlf))
-      b.putBytes(crlf)
-      request.body.foreach(b.putBytes)
-      b.result()
+      val path = request.path.getBytes(US_ASCII)
+      request.body match
+        case None => concat(get, path, afterPath, crlf)
+        case Some(body) => concat(post, path, afterPath, json, body.length.toString.getBytes(US_ASCII), crlf, crlf, body)
+
+    private def concat(parts: Array[Byte]*): ByteString =
+      var length = 0
+      for part <- parts do length += part.length
+      val bytes = new Array[Byte](length)
+      var at = 0
+      for part <- parts do
+        System.arraycopy(part, 0, bytes, at, part.length)
+        at += part.length
+      ByteString.fromArrayUnsafe(bytes)
 
   /** The reply a status means: 2xx Ok with its body, 403 Forbidden, anything else Rejected. */
   def reply(status: Int, body: ByteString): Reply =
@@ -65,7 +72,8 @@ object Http1:
 
       def onPush(): Unit =
         val chunk = grab(in)
-        buffer = if buffer.isEmpty then chunk else buffer ++ chunk
+        // One array, so that reading a byte at an index is quick: a response left over from the last read is small.
+        buffer = if buffer.isEmpty then chunk else (buffer ++ chunk).compact
         val replies = ArrayBuffer.empty[Reply]
         while !done && step(replies) do ()
         if replies.isEmpty then (if done then completeStage() else pull(in))
@@ -82,7 +90,7 @@ object Http1:
         case Head =>
           val end = headEnd()
           end >= 0 && {
-            readHead(buffer.take(end).decodeString(US_ASCII))
+            readHead(end)
             buffer = buffer.drop(end + 4)
             true
           }
@@ -129,29 +137,50 @@ object Http1:
           i = buffer.indexOf('\n'.toByte, i + 1)
         if i < 0 then -1 else i - 3
 
-      private def readHead(head: String): Unit =
-        val lines = head.split("\r\n")
-        val statusLine = lines(0)
-        if !statusLine.startsWith("HTTP/1.") || statusLine.length < 12 then malformed(s"status line '${statusLine.take(40)}'")
-        status = try statusLine.substring(9, 12).toInt catch case _: NumberFormatException => malformed(s"status line '$statusLine'")
-        closeAfter = statusLine.startsWith("HTTP/1.0")
+      /** Reads the head in `buffer(0 until end)` on the bytes: a million devices' responses are
+        * too many to decode, split and lower-case, and only three headers matter.
+        */
+      private def readHead(end: Int): Unit =
+        if end < 12 || !matches(0, "http/1.") || !(isDigit(buffer(9)) && isDigit(buffer(10)) && isDigit(buffer(11))) then
+          malformed(s"status line '${text(0, lineEnd(0, end).min(40))}'")
+        status = (buffer(9) - '0') * 100 + (buffer(10) - '0') * 10 + (buffer(11) - '0')
+        closeAfter = buffer(7) == '0' // HTTP/1.0
         var length = -1L
         var chunked = false
-        for line <- lines.iterator.drop(1) do
-          val colon = line.indexOf(':')
-          if colon > 0 then
-            val value = line.substring(colon + 1).trim
-            line.substring(0, colon).trim.toLowerCase match
-              case "content-length" => length = try value.toLong catch case _: NumberFormatException => malformed(s"Content-Length '$value'")
-              case "transfer-encoding" => chunked = value.toLowerCase.contains("chunked")
-              case "connection" => closeAfter = value.equalsIgnoreCase("close") || (closeAfter && !value.equalsIgnoreCase("keep-alive"))
-              case _ => ()
+        var line = lineEnd(0, end) + 2
+        while line < end do
+          val eol = lineEnd(line, end)
+          val colon = buffer.indexOf(':'.toByte, line)
+          if colon > line && colon < eol then
+            val name = colon - line
+            def value = text(colon + 1, eol).trim
+            if name == 14 && matches(line, "content-length") then
+              length = try value.toLong catch case _: NumberFormatException => malformed(s"Content-Length '$value'")
+            else if name == 17 && matches(line, "transfer-encoding") then chunked = value.toLowerCase.contains("chunked")
+            else if name == 10 && matches(line, "connection") then
+              closeAfter = value.equalsIgnoreCase("close") || (closeAfter && !value.equalsIgnoreCase("keep-alive"))
+          line = eol + 2
         body = ByteString.empty
         if status / 100 == 1 then reading = Head // an interim response, 100 Continue: the real one follows
         else if status == 204 || status == 304 then { remaining = 0; reading = FixedBody }
         else if chunked then reading = ChunkSize
         else if length >= 0 then { remaining = length; reading = FixedBody }
         else reading = UntilClose
+
+      /** Whether the buffer holds `lower` at `at`, ignoring the case of letters. */
+      private def matches(at: Int, lower: String): Boolean =
+        var i = 0
+        while i < lower.length && (buffer(at + i) | 0x20) == lower.charAt(i) do i += 1
+        i == lower.length
+
+      private def isDigit(b: Byte): Boolean = b >= '0' && b <= '9'
+
+      /** Where the line from `from` ends: its CR, or `end`. */
+      private def lineEnd(from: Int, end: Int): Int =
+        val cr = buffer.indexOf('\r'.toByte, from)
+        if cr < 0 || cr > end then end else cr
+
+      private def text(from: Int, until: Int): String = buffer.slice(from, until).decodeString(US_ASCII)
 
       private def complete(replies: ArrayBuffer[Reply]): Unit =
         replies += reply(status, body)
