@@ -132,7 +132,7 @@ object FleetRun:
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
       wheel = TimingWheel(system.scheduler)
       shared = Device.Shared(settings.fleet.identity, settings.device, transport, tunnels, metrics, wheel, random)
-      device = (i: Int) => Device(i, shared)
+      device = (i: Int) => Device.props(i, shared)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)
     yield FleetRun(settings, metrics, controller, url.toString, board, http, tunnels, wheel, fleet, exporters, Instant.now)

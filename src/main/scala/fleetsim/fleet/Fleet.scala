@@ -3,6 +3,8 @@ package fleetsim.fleet
 import fleetsim.device.Device
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
+import org.apache.pekko.actor.Props
+import org.apache.pekko.actor.typed.scaladsl.adapter.*
 import org.apache.pekko.actor.typed.{ActorRef, Behavior}
 
 import scala.concurrent.duration.*
@@ -20,8 +22,8 @@ object Fleet:
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
-  /** @param device makes device i's behaviour (injected, so tests can count or replace devices) */
-  def apply(settings: FleetSettings, device: Int => Behavior[Device.Command]): Behavior[Command] =
+  /** @param device makes device i's props (injected, so tests can count or replace devices) */
+  def apply(settings: FleetSettings, device: Int => Props): Behavior[Command] =
     Behaviors.withTimers { timers =>
       Behaviors.setup { context =>
         val started = System.nanoTime()
@@ -29,7 +31,7 @@ object Fleet:
           Behaviors.receiveMessage {
             case RampTick =>
               val due = Ramp.due((System.nanoTime() - started).nanos, settings.rampRate, settings.devices)
-              (spawned until due).foreach(i => context.spawnAnonymous(device(i)))
+              (spawned until due).foreach(i => context.toClassic.actorOf(device(i)))
               if due == settings.devices then timers.cancel(RampTick)
               ramping(due)
             case Quiesce(replyTo) =>

@@ -6,6 +6,8 @@ import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tun
 import org.apache.pekko.Done
 import org.apache.pekko.actor.testkit.typed.scaladsl.{ManualTime, ScalaTestWithActorTestKit, TestProbe}
 import org.apache.pekko.actor.typed.ActorRef
+import org.apache.pekko.actor.typed.scaladsl.Behaviors
+import org.apache.pekko.actor.typed.scaladsl.adapter.*
 import org.scalatest.wordspec.AnyWordSpecLike
 
 import java.nio.charset.StandardCharsets.UTF_8
@@ -78,7 +80,15 @@ class DeviceSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWo
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    val device = spawn(Device(7, Device.Shared(_ => identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)))
+    private val shared = Device.Shared(_ => identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
+    /** A device is a classic actor, made by a parent as the fleet makes it. */
+    val device: ActorRef[Device.Command] =
+      val made = TestProbe[ActorRef[Device.Command]]()
+      spawn(Behaviors.setup[Nothing] { context =>
+        made.ref ! context.toClassic.actorOf(Device.props(7, shared)).toTyped[Device.Command]
+        Behaviors.empty
+      })
+      made.receiveMessage()
     moves.expectMessage(Moved(None, Discovering))
 
     /** Joins, opens a tunnel and downloads the config through it: Reporting, with the tunnel returned. */
