@@ -20,7 +20,7 @@ import scala.util.control.NonFatal
   * tunnel; a failure loses the session, and the device backs off and joins again.
   *
   * A million of these share one process, so a device is one object of plain fields and a state
-  * (docs/adr/0004): a classic actor, which costs 300 bytes less than a typed one; no behaviour,
+  * (docs/adr/0004): a classic actor, which costs 260 bytes less than a typed one; no behaviour,
   * closure or session copy per transition, no supervisor of its own, and who it is derived from its
   * number when needed instead of kept. It speaks the typed [[Command]]s all the same.
   */
