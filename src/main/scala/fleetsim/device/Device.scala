@@ -125,15 +125,11 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
         case None => backOff()
     case JoinReplied(Reply.Forbidden) => wake(RetryJoin, backoffDelay()) // not admitted: ask again, more slowly each time
     case JoinReplied(Reply.Failed(_)) => backOff()
-    case RetryJoin =>
-      failures += 1
-      join()
+    case RetryJoin => joinAgain()
     case _ => ()
 
   private def backingOff(command: Command): Unit = command match
-    case RetryJoin =>
-      failures += 1
-      join()
+    case RetryJoin => joinAgain()
     case _ => ()
 
   private def tunneling(command: Command): Unit = command match
@@ -196,6 +192,11 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
     // Rendered per join, not kept: joins are rare, and a million devices would keep 150 MB of them.
     val request = JoinRequest(id.mac, id.serial, id.model, id.firmware, shared.tunnels.flatMap(_.publicKey))
     send(shared.http, Request(MessageKind.Join, Protocol.joinPath, Some(writeToArray(request))))(JoinReplied(_))
+
+  /** A backoff's wake-up: one more failure in a row, one more join. */
+  private def joinAgain(): Unit =
+    failures += 1
+    join()
 
   private def joined(join: JoinReply): Unit =
     failures = 0
