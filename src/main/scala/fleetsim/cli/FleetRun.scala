@@ -130,7 +130,7 @@ object FleetRun:
         MeteredTunnels(SshTunnels(ssh, SshdSocketAddress(host, port), settings.http), metrics)
       }
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
-      wheel = TimingWheel(system.scheduler)
+      wheel = TimingWheel()
       shared = Device.Shared(settings.fleet.identity, settings.device, transport, tunnels, metrics, wheel, random)
       device = (i: Int) => Device.props(i, shared)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using

@@ -5,8 +5,7 @@ import fleetsim.protocol.*
 import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorRef
-import org.apache.pekko.actor.typed.scaladsl.adapter.*
-import org.apache.pekko.actor.{Actor, Props}
+import org.apache.pekko.actor.{Actor, Deploy, Props}
 import org.slf4j.LoggerFactory
 
 import java.util.random.RandomGenerator
@@ -60,7 +59,10 @@ object Device:
       clock: () => Long = () => System.nanoTime())
 
   /** Device number `i` of the fleet; `context.actorOf` it, and `toTyped[Command]` its ref. */
-  def props(i: Int, shared: Shared): Props = Props(new Device(i, shared))
+  def props(i: Int, shared: Shared): Props = Props(new Device(i, shared)).copy(deploy = deploy)
+
+  /** In its own mailbox; one deployment for all devices, where `withMailbox` would make one each. */
+  private val deploy = Deploy(mailbox = DeviceMailbox.id)
 
   private val log = LoggerFactory.getLogger(classOf[Device])
 
@@ -291,7 +293,7 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
     wake(tick, delay)
     shared.clock() + delay.toNanos
 
-  private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, self.toTyped[Command], tick)
+  private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, self, tick)
 
   /** Not due yet, so the wake-up was meant for a session before this one (the wheel is never early). */
   private def early(dueAt: Long): Boolean = dueAt - (shared.clock() + wheel.tick.toNanos) > 0

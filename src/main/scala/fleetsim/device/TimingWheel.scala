@@ -1,10 +1,8 @@
 package fleetsim.device
 
-import org.apache.pekko.actor.Cancellable
-import org.apache.pekko.actor.typed.{ActorRef, Scheduler}
+import org.apache.pekko.actor.ActorRef
 
-import scala.collection.mutable.ArrayBuffer
-import scala.concurrent.ExecutionContext
+import java.util.concurrent.locks.LockSupport
 import scala.concurrent.duration.*
 
 /** One timing wheel for the whole fleet, in place of Pekko timers in every device: a wake-up costs
@@ -12,32 +10,39 @@ import scala.concurrent.duration.*
   * devices (BENCHMARKS.md, "Scale with the fleet's timing wheel"). A wake-up cannot be cancelled:
   * a device ignores the ones it no longer expects.
   *
-  * The ticker runs on the scheduler's own thread, as Pekko's timers do: on the busy dispatcher it
-  * fell a minute behind at a million devices. Each run catches up with the clock, however late it is.
+  * The ticker is a thread of its own that sleeps until the next tick: on the busy dispatcher it fell
+  * a minute behind at a million devices, and on Pekko's scheduler, which ticks out of step with the
+  * wheel, a send waited for both. Each tick catches up with the clock, however late it is. Ticks of
+  * 10 ms send in batches, which the connections write together: at 1 ms the fleet spent 80% more
+  * CPU a message, on more writes and more threads woken (BENCHMARKS.md).
+  *
+  * Targets are classic refs, which the devices are: a typed ref would be a new adapter per wake-up,
+  * kept a minute and so copied by the collector into the old generation.
   *
   * @param clock nanoseconds (System.nanoTime; a test's manual time)
   * @param slots one turn of the wheel; wake-ups further out wait in their slot for their turn
   */
-final class TimingWheel(scheduler: Scheduler, clock: () => Long = () => System.nanoTime(), val tick: FiniteDuration = 10.millis,
+final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: FiniteDuration = 10.millis,
     slots: Int = 1 << 15):
   private final class Slot:
-    var targets = new Array[ActorRef[Any]](4)
-    var messages = new Array[Any](4)
-    var dueTicks = new Array[Long](4)
+    // Empty until used: most of the 32,768 slots are, in a small fleet.
+    var targets = Array.empty[ActorRef]
+    var messages = Array.empty[Any]
+    var dueTicks = Array.empty[Long]
     var size = 0
 
-    def add(target: ActorRef[Any], message: Any, due: Long): Unit =
-      if size == targets.length then resize(size * 2)
+    def add(target: ActorRef, message: Any, due: Long): Unit =
+      if size == targets.length then resize((size * 2).max(4))
       targets(size) = target
       messages(size) = message
       dueTicks(size) = due
       size += 1
 
-    /** Moves the wake-ups due by `now` into `due`, keeping the rest in order. */
-    def takeDue(now: Long, due: ArrayBuffer[(ActorRef[Any], Any)]): Unit =
+    /** Sends the wake-ups due by `now`, keeping the rest in order. */
+    def fireDue(now: Long): Unit =
       var kept = 0
       for i <- 0 until size do
-        if dueTicks(i) <= now then due += targets(i) -> messages(i)
+        if dueTicks(i) <= now then targets(i).tell(messages(i), ActorRef.noSender)
         else
           targets(kept) = targets(i)
           messages(kept) = messages(i)
@@ -55,29 +60,38 @@ final class TimingWheel(scheduler: Scheduler, clock: () => Long = () => System.n
       dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
 
   private val wheel = Array.fill(slots)(Slot())
+  private val tickNanos = tick.toNanos
   private val start = clock()
   @volatile private var now = 0L // ticks run so far
-  private val ticker: Cancellable =
-    scheduler.scheduleAtFixedRate(tick, tick)(() => while now < (clock() - start) / tick.toNanos do advance())(using ExecutionContext.parasitic)
+  @volatile private var closed = false
+  private val ticker = Thread(() => run(), "fleetsim-timing-wheel")
+  ticker.setDaemon(true)
+  ticker.start()
 
   /** Sends `message` to `target` after `delay`, never earlier, and at most a tick or so later. */
-  def wake[T](delay: FiniteDuration, target: ActorRef[T], message: T): Unit =
-    val due = (clock() - start + delay.toNanos + tick.toNanos - 1) / tick.toNanos
+  def wake(delay: FiniteDuration, target: ActorRef, message: Any): Unit =
+    val due = (clock() - start + delay.toNanos + tickNanos - 1) / tickNanos
     val slot = wheel((due % slots).toInt)
     val passed = slot.synchronized {
       // The ticker may already have run past this tick (it lags the clock by up to a tick): due now.
       val passed = due <= now
-      if !passed then slot.add(target.unsafeUpcast[Any], message, due)
+      if !passed then slot.add(target, message, due)
       passed
     }
-    if passed then target ! message
+    if passed then target.tell(message, ActorRef.noSender)
 
-  def close(): Unit = ticker.cancel()
+  def close(): Unit =
+    closed = true
+    LockSupport.unpark(ticker)
+
+  private def run(): Unit =
+    while !closed do
+      val elapsed = clock() - start
+      while now < elapsed / tickNanos do advance()
+      LockSupport.parkNanos((now + 1) * tickNanos - elapsed) // until the next tick is due
 
   private def advance(): Unit =
     val at = now + 1
     now = at
     val slot = wheel((at % slots).toInt)
-    val due = ArrayBuffer.empty[(ActorRef[Any], Any)]
-    slot.synchronized(slot.takeDue(at, due))
-    due.foreach((target, message) => target ! message)
+    slot.synchronized(slot.fireDue(at))

@@ -1,23 +1,23 @@
 package fleetsim.device
 
-import org.apache.pekko.actor.testkit.typed.scaladsl.{ManualTime, ScalaTestWithActorTestKit}
+import org.apache.pekko.actor.testkit.typed.scaladsl.ScalaTestWithActorTestKit
+import org.apache.pekko.actor.typed.scaladsl.adapter.*
 import org.scalatest.wordspec.AnyWordSpecLike
 
 import scala.concurrent.duration.*
 
-/** The fleet's timing wheel, with time stepped by hand: wake-ups come on time, never early. */
-class TimingWheelSpec extends ScalaTestWithActorTestKit(ManualTime.config) with AnyWordSpecLike:
-  private val manualTime = ManualTime()
+/** The fleet's timing wheel, on a clock stepped by hand: wake-ups come on time, never early. The
+  * ticker sees each step within a tick of real time (10 ms here), so "nothing yet" waits 20 ms.
+  */
+class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   @volatile private var now = 0L
-  private def pass(d: FiniteDuration): Unit =
-    now += d.toNanos
-    manualTime.timePasses(d)
+  private def pass(d: FiniteDuration): Unit = now += d.toNanos
 
   "The timing wheel" should {
     "wake each target no earlier than asked and within a tick after" in {
-      val wheel = TimingWheel(system.scheduler, () => now, tick = 10.millis, slots = 64)
+      val wheel = TimingWheel(() => now, tick = 10.millis, slots = 64)
       val probe = createTestProbe[Int]()
-      (1 to 5).foreach(i => wheel.wake((i * 100 + 5).millis, probe.ref, i)) // between two ticks
+      (1 to 5).foreach(i => wheel.wake((i * 100 + 5).millis, probe.ref.toClassic, i)) // between two ticks
       for i <- 1 to 5 do
         pass(if i == 1 then 100.millis else 90.millis)
         probe.expectNoMessage(20.millis) // at i x 100 ms: 5 ms early
@@ -27,9 +27,9 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit(ManualTime.config) with 
     }
 
     "keep a wake-up further out than one turn of the wheel until its turn" in {
-      val wheel = TimingWheel(system.scheduler, () => now, tick = 10.millis, slots = 8) // one turn: 80 ms
+      val wheel = TimingWheel(() => now, tick = 10.millis, slots = 8) // one turn: 80 ms
       val probe = createTestProbe[String]()
-      wheel.wake(250.millis, probe.ref, "late")
+      wheel.wake(250.millis, probe.ref.toClassic, "late")
       (1 to 24).foreach(_ => pass(10.millis))
       probe.expectNoMessage(20.millis)
       pass(10.millis)
@@ -38,13 +38,13 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit(ManualTime.config) with 
     }
 
     "deliver every wake-up of a crowded slot, turn after turn, as its room grows and shrinks" in {
-      val wheel = TimingWheel(system.scheduler, () => now, tick = 10.millis, slots = 8)
+      val wheel = TimingWheel(() => now, tick = 10.millis, slots = 8)
       val probe = createTestProbe[Int]()
       for round <- 1 to 3 do
         val crowd = if round == 2 then 5 else 1000 // a burst, a lull, a burst again
-        (1 to crowd).foreach(i => wheel.wake(40.millis, probe.ref, i))
+        (1 to crowd).foreach(i => wheel.wake(40.millis, probe.ref.toClassic, i))
         // The same slot two turns later: must wait for its turn in the crowded slot.
-        wheel.wake(200.millis, probe.ref, -round)
+        wheel.wake(200.millis, probe.ref.toClassic, -round)
         pass(40.millis)
         assert(probe.receiveMessages(crowd).toSet == (1 to crowd).toSet)
         pass(80.millis)
