@@ -32,7 +32,7 @@ object Fleet:
     Behaviors.withTimers { timers =>
       Behaviors.setup { context =>
         val started = System.nanoTime()
-        val groups = (0 until (settings.devices + GroupSize - 1) / GroupSize).map(_ => context.toClassic.actorOf(DeviceGroup.props(device)))
+        val groups = (0 until (settings.devices + GroupSize - 1) / GroupSize).map(_ => context.toClassic.actorOf(Props(DeviceGroup(device))))
         def ramping(spawned: Int): Behavior[Command] =
           Behaviors.receiveMessage {
             case RampTick =>
@@ -75,6 +75,3 @@ object Fleet:
     def receive: Receive =
       case devices: Range => devices.foreach(i => context.actorOf(device(i)))
       case quiesce: Device.Quiesce => context.children.foreach(_ ! quiesce)
-
-  private object DeviceGroup:
-    def props(device: Int => Props): Props = Props(new DeviceGroup(device))

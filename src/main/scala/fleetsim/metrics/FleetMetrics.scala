@@ -103,18 +103,17 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
   def snapshot(): MetricsSnapshot = synchronized {
     val byKind = MessageKind.values.map { kind =>
       val k = kinds(kind.ordinal)
-      val (recent, overall) = k.latency.take()
-      val (recentLateness, _) = k.lateness.take()
+      val recent = k.latency.take()
       kind -> KindSnapshot(
         sent = k.sent.sum,
         ok = k.ok.sum,
         forbidden = k.forbidden.sum,
         failures = FailureReason.values.map(r => r -> k.failed(r.ordinal).sum).toMap,
         recent = recent,
-        overall = overall,
-        recentLateness = recentLateness)
+        overall = k.latency.overallSoFar,
+        recentLateness = k.lateness.take())
     }.toMap
-    val (recentHandshakes, allHandshakes) = handshakes.take()
+    val recentHandshakes = handshakes.take()
     val tunnels = TunnelSnapshot(
       opened = tunnelsOpened.sum,
       up = tunnelsUp.sum,
@@ -122,7 +121,7 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
         .map(s => transitions(s.ordinal)(DeviceState.Tunneling.ordinal).sum).sum,
       failures = FailureReason.values.map(r => r -> tunnelFailures(r.ordinal).sum).toMap,
       recent = recentHandshakes,
-      overall = allHandshakes)
+      overall = handshakes.overallSoFar)
     val moves = for from <- DeviceState.values; to <- DeviceState.values yield (from, to) -> transitions(from.ordinal)(to.ordinal).sum
     MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap)
   }
@@ -145,11 +144,14 @@ object FleetMetrics:
 
     private var interval: Histogram = null // recycled: a new one every second would grow anew each time
 
-    /** (since the last take, since the start); for one reader at a time. */
-    def take(): (Latency, Latency) =
+    /** Since the last take; for one reader at a time. */
+    def take(): Latency =
       interval = recorder.getIntervalHistogram(interval)
       overall.add(interval)
-      (Latency.of(interval), Latency.of(overall))
+      Latency.of(interval)
+
+    /** Since the start, up to the last take. */
+    def overallSoFar: Latency = Latency.of(overall)
 
 /** Percentiles of a time, in milliseconds. */
 final case class Latency(p50: Double, p90: Double, p99: Double, max: Double)

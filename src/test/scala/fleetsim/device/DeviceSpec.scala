@@ -23,6 +23,9 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
 
   @volatile private var now = 0L
   private val wheel = TimingWheel(() => now)
+  override def afterAll(): Unit =
+    wheel.close()
+    super.afterAll()
   private def pass(d: FiniteDuration): Unit = now += d.toNanos
   /** Steps the clock and checks that nothing comes: the wheel's ticker sees the step within a tick. */
   private def quietFor[A](d: FiniteDuration, probe: TestProbe[A]): Unit =
