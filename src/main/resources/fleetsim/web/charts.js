@@ -4,18 +4,18 @@
 
 window.FleetsimCharts = function (root, options) {
   const maxPoints = (options && options.maxPoints) || Infinity;
-  const kinds = ["join", "heartbeat", "stats", "config"];
+  // Message kinds are the device profile's: charted as the samples name them.
   const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff"];
   const colours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
   const charts = {};
 
-  function chart(id, title, unit, names) {
+  function chart(id, title, unit, names, parent) {
     const box = document.createElement("div");
     box.className = "chart";
     const canvas = document.createElement("canvas");
     canvas.id = "chart-" + id;
     box.appendChild(canvas);
-    root.appendChild(box);
+    (parent || root).appendChild(box);
     const c = new Chart(canvas, {
       type: "line",
       data: { datasets: [] },
@@ -48,12 +48,18 @@ window.FleetsimCharts = function (root, options) {
   }
 
   const devices = chart("devices", "Devices per state", "", states);
-  const messages = chart("messages", "Replies per second by kind (ok)", "1/s", kinds);
+  const messages = chart("messages", "Replies per second by kind (ok)", "1/s", []);
   const errors = chart("errors", "Errors and 403s per second by kind", "1/s", []);
-  const p99 = chart("latency", "Latency p99 by kind", "ms", kinds);
+  const p99 = chart("latency", "Latency p99 by kind", "ms", []);
+  const perKindBox = document.createElement("div");
+  perKindBox.style.display = "contents"; // its charts sit in the page's grid, here
+  root.appendChild(perKindBox);
   const perKind = {};
-  kinds.forEach(function (k) { perKind[k] = chart("latency-" + k, "Latency of " + k, "ms", ["p50", "p90", "p99", "max"]); });
-  const lateness = chart("lateness", "Lateness of scheduled sends, p99", "ms", ["heartbeat", "stats"]);
+  function kindChart(k) {
+    if (!(k in perKind)) perKind[k] = chart("latency-" + k, "Latency of " + k, "ms", ["p50", "p90", "p99", "max"], perKindBox);
+    return perKind[k];
+  }
+  const lateness = chart("lateness", "Lateness of scheduled sends, p99", "ms", []);
   const transitions = chart("transitions", "State transitions per second", "1/s", []);
   const recovery = chart("recovery", "Backoffs and re-tunnels per second", "1/s", ["backoffs", "re-tunnels"]);
   let tunnels = null;
@@ -69,17 +75,18 @@ window.FleetsimCharts = function (root, options) {
   function put(s) {
     const x = Math.round(s.elapsedS * 10) / 10;
     states.forEach(function (st) { devices.put(x, st, s.devices[st] || 0); });
-    kinds.forEach(function (k) {
+    Object.keys(s.rates).forEach(function (k) {
       const r = s.rates[k];
       messages.put(x, k, r.ok);
       errors.put(x, k + " failed", r.failed);
       errors.put(x, k + " 403", r.forbidden);
       const l = s.latencyMs[k];
       p99.put(x, k, l.p99);
-      perKind[k].put(x, "p50", l.p50);
-      perKind[k].put(x, "p90", l.p90);
-      perKind[k].put(x, "p99", l.p99);
-      perKind[k].put(x, "max", l.max);
+      const own = kindChart(k);
+      own.put(x, "p50", l.p50);
+      own.put(x, "p90", l.p90);
+      own.put(x, "p99", l.p99);
+      own.put(x, "max", l.max);
     });
     Object.keys(s.latenessMs).forEach(function (k) { lateness.put(x, k, s.latenessMs[k].p99); });
     let backoffs = 0;

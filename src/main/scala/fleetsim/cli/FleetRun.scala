@@ -4,6 +4,7 @@ import fleetsim.controller.Controller
 import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
+import fleetsim.protocol.ApV1
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
 import fleetsim.transport.ssh.SshTunnels
 import fleetsim.transport.{HttpTransport, Tunnels}
@@ -121,17 +122,19 @@ object FleetRun:
       controller <- embedded
       board <- dashboard
       url = Uri(settings.controllerUrl.orElse(controller.map(_.url)).get)
-      metrics = FleetMetrics(exporters.registry)
+      sshTunnels = settings.ssh.map { ssh =>
+        val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
+        SshTunnels(ssh, SshdSocketAddress(host, port), settings.http)
+      }
+      profile = ApV1(settings.fleet.identity, sshTunnels.flatMap(_.publicKey))
+      metrics = FleetMetrics(profile.kinds, exporters.registry)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
       http = HttpTransport(url.authority.host.address, url.effectivePort, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
-      tunnels = settings.ssh.map { ssh =>
-        val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
-        MeteredTunnels(SshTunnels(ssh, SshdSocketAddress(host, port), settings.http), metrics)
-      }
+      tunnels = sshTunnels.map(MeteredTunnels(_, metrics))
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
       wheel = TimingWheel()
-      shared = Device.Shared(settings.fleet.identity, settings.device, transport, tunnels, metrics, wheel, random)
+      shared = Device.Shared(profile, settings.device, transport, tunnels, metrics, wheel, random)
       device = (i: Int) => Device.props(i, shared)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)

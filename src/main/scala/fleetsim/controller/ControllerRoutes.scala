@@ -3,6 +3,7 @@ package fleetsim.controller
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.protocol.*
+import fleetsim.transport.SshEndpoint
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.model.*
 import org.apache.pekko.http.scaladsl.server.Directives.*
@@ -40,64 +41,64 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   /** @param tunnelled the call came through an SSH tunnel */
   private def api(tunnelled: Boolean): Route = concat(
     path("join") {
-      (post & faulty(MessageKind.Join) & entity(as[Array[Byte]])) { body =>
+      (post & faulty(ApiCall.Join) & entity(as[Array[Byte]])) { body =>
         Protocol.parse[JoinRequest](body) match
           case None => complete(StatusCodes.BadRequest, "expected {mac, serial, model, firmware, sshKey?}")
-          case Some(join) if registry.isForbidden(join.mac) => refuse(MessageKind.Join)
+          case Some(join) if registry.isForbidden(join.mac) => refuse(ApiCall.Join)
           case Some(join) =>
-            val key = join.sshKey.map(k => Try(PublicKeyEntry.parsePublicKeyEntry(k).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING)))
+            val key = join.sshKey.filter(_.nonEmpty).map(k => Try(PublicKeyEntry.parsePublicKeyEntry(k).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING)))
             key match
               case Some(Failure(_)) => complete(StatusCodes.BadRequest, "sshKey is not an OpenSSH public key")
               case _ =>
                 registry.join(join.mac, join.serial, join.model, join.firmware, key.map(_.get))
                 val ssh = gateway.map(g => SshEndpoint(g.address.getHostString, g.address.getPort))
-                accept(MessageKind.Join, tunnelled, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq, ssh))
+                accept(ApiCall.Join, tunnelled, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq, ssh))
       }
     },
     pathPrefix("devices" / Segment) { mac =>
       concat(
         path("heartbeat") {
-          (post & faulty(MessageKind.Heartbeat) & joined(MessageKind.Heartbeat, mac) & entity(as[Array[Byte]])) { (device, body) =>
+          (post & faulty(ApiCall.Heartbeat) & joined(ApiCall.Heartbeat, mac) & entity(as[Array[Byte]])) { (device, body) =>
             Protocol.parse[Heartbeat](body).foreach { beat =>
               device.configSeq = beat.configSeq
               device.state = beat.state
             }
             device.lastSeenMillis = System.currentTimeMillis()
-            accept(MessageKind.Heartbeat, tunnelled, HeartbeatReply(registry.configSeq))
+            accept(ApiCall.Heartbeat, tunnelled, HeartbeatReply(registry.configSeq))
           }
         },
         path("stats" / Segment) { kind =>
           if StatsKind.fromKey(kind).isEmpty then complete(StatusCodes.NotFound, s"no stats kind '$kind'")
           else
-            (post & faulty(MessageKind.Stats) & joined(MessageKind.Stats, mac) & entity(as[Array[Byte]])) { (_, _) =>
-              registry.countReceived(MessageKind.Stats, tunnelled)
+            (post & faulty(ApiCall.Stats) & joined(ApiCall.Stats, mac) & entity(as[Array[Byte]])) { (_, _) =>
+              registry.countReceived(ApiCall.Stats, tunnelled)
               complete(StatusCodes.OK)
             }
         },
         path("config") {
-          (get & faulty(MessageKind.Config) & joined(MessageKind.Config, mac)) { _ =>
-            registry.countReceived(MessageKind.Config, tunnelled)
+          (get & faulty(ApiCall.Config) & joined(ApiCall.Config, mac)) { _ =>
+            registry.countReceived(ApiCall.Config, tunnelled)
             complete(HttpEntity(ContentTypes.`application/json`, currentConfig()))
           }
         })
     })
 
-  private def accept[A: JsonValueCodec](kind: MessageKind, tunnelled: Boolean, reply: A): Route =
+  private def accept[A: JsonValueCodec](kind: ApiCall, tunnelled: Boolean, reply: A): Route =
     registry.countReceived(kind, tunnelled)
     complete(HttpEntity(ContentTypes.`application/json`, writeToArray(reply)))
 
-  private def refuse(kind: MessageKind): StandardRoute =
+  private def refuse(kind: ApiCall): StandardRoute =
     registry.countRefused(kind)
     complete(StatusCodes.Forbidden)
 
   /** The device's record, or 403 when it has not joined or is forbidden: it must join (again). */
-  private def joined(kind: MessageKind, mac: String): Directive1[DeviceRecord] =
+  private def joined(kind: ApiCall, mac: String): Directive1[DeviceRecord] =
     registry.find(mac).filter(_ => !registry.isForbidden(mac)) match
       case Some(device) => provide(device)
       case None => StandardRoute.toDirective(refuse(kind))
 
   /** Applies the fault switches: added latency first, then an injected 500 at the error rate. */
-  private def faulty(kind: MessageKind): Directive0 =
+  private def faulty(kind: ApiCall): Directive0 =
     val f = faults
     val delayed: Directive0 =
       if f.latencyMs == 0 then pass

@@ -1,6 +1,6 @@
 package fleetsim.controller
 
-import fleetsim.protocol.MessageKind
+import fleetsim.protocol.ApiCall
 
 import org.apache.sshd.common.config.keys.KeyUtils
 
@@ -35,10 +35,10 @@ final class Registry:
   private val devices = ConcurrentHashMap[String, DeviceRecord]()
   private val forbidden = ConcurrentHashMap.newKeySet[String]()
   private val seq = AtomicLong(1)
-  private val received = MessageKind.values.map(_ => LongAdder())
-  private val refused = MessageKind.values.map(_ => LongAdder())
-  private val injectedErrors = MessageKind.values.map(_ => LongAdder())
-  private val tunnelled = MessageKind.values.map(_ => LongAdder())
+  private val received = ApiCall.values.map(_ => LongAdder())
+  private val refused = ApiCall.values.map(_ => LongAdder())
+  private val injectedErrors = ApiCall.values.map(_ => LongAdder())
+  private val tunnelled = ApiCall.values.map(_ => LongAdder())
   private val forwardsRefused = LongAdder()
 
   def configSeq: Long = seq.get
@@ -68,15 +68,15 @@ final class Registry:
   def registered: Int = devices.size
   def forbiddenCount: Int = forbidden.size
 
-  def countReceived(kind: MessageKind, throughTunnel: Boolean): Unit =
+  def countReceived(kind: ApiCall, throughTunnel: Boolean): Unit =
     received(kind.ordinal).increment()
     if throughTunnel then tunnelled(kind.ordinal).increment()
   def countForwardRefused(): Unit = forwardsRefused.increment()
-  def countRefused(kind: MessageKind): Unit = refused(kind.ordinal).increment()
-  def countInjectedError(kind: MessageKind): Unit = injectedErrors(kind.ordinal).increment()
+  def countRefused(kind: ApiCall): Unit = refused(kind.ordinal).increment()
+  def countInjectedError(kind: ApiCall): Unit = injectedErrors(kind.ordinal).increment()
 
   def counts: ControllerCounts =
-    def byKind(tallies: Array[LongAdder]) = ListMap.from(MessageKind.values.map(k => k.key -> tallies(k.ordinal).sum))
+    def byKind(tallies: Array[LongAdder]) = ListMap.from(ApiCall.values.map(k => k.key -> tallies(k.ordinal).sum))
     ControllerCounts(registered, forbiddenCount, configSeq, byKind(received), byKind(tunnelled), byKind(refused), byKind(injectedErrors),
       forwardsRefused.sum)
 

@@ -1,8 +1,6 @@
 package fleetsim.device
 
-import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
-import fleetsim.protocol.*
-import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, MessageKind, Reply, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorRef
 import org.apache.pekko.actor.{Actor, Deploy, Props}
@@ -13,10 +11,11 @@ import scala.concurrent.{ExecutionContext, Future}
 import scala.concurrent.duration.*
 import scala.util.control.NonFatal
 
-/** One simulated access point: joins the controller, opens its own tunnel when the fleet uses one,
-  * reports on jittered schedules, downloads new configuration, and recovers by itself from
-  * refusals, lost tunnels, lost heartbeats and its own failures. It owns its lifecycle and its
-  * tunnel; a failure loses the session, and the device backs off and joins again.
+/** One simulated device: joins the controller, opens its own tunnel when the fleet uses one,
+  * reports on jittered schedules, brings itself up to date when a reply says it is behind, and
+  * recovers by itself from refusals, lost tunnels, failed messages and its own failures. It owns its
+  * lifecycle and its tunnel; a failure loses the session, and the device backs off and joins again.
+  * What its calls look like and what a reply means is its [[DeviceProfile]]'s business.
   *
   * A million of these share one process, so a device is one object of plain fields and a state
   * (docs/adr/0004): a classic actor, which costs 260 bytes less than a typed one; no behaviour,
@@ -32,31 +31,33 @@ object Device:
   private case object RetryTunnel extends Command
   private final case class TunnelOpened(result: Either[FailureReason, Tunnel]) extends Command
   private final case class TunnelLost(tunnel: Int) extends Command
-  private case object HeartbeatDue extends Command
-  private case object StatsDue extends Command
+  /** Periodic message `message` is due. */
+  private final case class Due(message: Int) extends Command
+  /** One instance per message: the wheel holds a million wake-ups. */
+  private val due = IndexedSeq.tabulate(256)(Due(_))
   // Replies carry the session they belong to, so replies from before a rejoin are ignored.
-  private final case class JoinReplied(reply: Reply) extends Command
-  private final case class HeartbeatReplied(session: Int, reply: Reply) extends Command
-  private final case class StatsReplied(session: Int, reply: Reply) extends Command
-  private final case class ConfigReplied(session: Int, reply: Reply) extends Command
+  private final case class Replied(session: Int, call: Call, reply: Reply) extends Command
 
   /** What every device of a fleet shares; each device keeps one reference to it.
     *
-    * @param identity who device i is
+    * @param profile builds the device's calls and reads their replies
     * @param http carries the join, and every call when there are no tunnels
     * @param tunnels opens the device's own tunnel after each join; None = plain HTTP, no Tunneling
     * @param wheel wakes the devices for their periodic sends and retries
     * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
     */
   final case class Shared(
-      identity: Int => Identity,
+      profile: DeviceProfile,
       settings: DeviceSettings,
       http: Transport,
       tunnels: Option[Tunnels],
       events: DeviceEvents,
       wheel: TimingWheel,
       random: RandomGenerator,
-      clock: () => Long = () => System.nanoTime())
+      clock: () => Long = () => System.nanoTime()):
+    require(profile.messages.size <= due.size, s"a profile may have at most ${due.size} periodic messages")
+    /** The periodic message a kind belongs to, by kind index; -1 for the join's and triggers' kinds. */
+    private[device] val messageOf: Array[Int] = profile.kinds.map(k => profile.messages.indexWhere(_.kind == k)).toArray
 
   /** Device number `i` of the fleet; `context.actorOf` it, and `toTyped[Command]` its ref. */
   def props(i: Int, shared: Shared): Props = Props(new Device(i, shared)).copy(deploy = deploy)
@@ -66,29 +67,23 @@ object Device:
 
   private val log = LoggerFactory.getLogger(classOf[Device])
 
-private final class Device(number: Int, shared: Device.Shared) extends Actor:
+private final class Device(val number: Int, shared: Device.Shared) extends Actor with DeviceScope:
   import Device.*
   import DeviceState.*
-  import shared.{events, random, settings, wheel}
+  import shared.{events, profile, settings, wheel}
 
   private val startedAt = shared.clock()
-  private var state = Discovering
+  private var current = Discovering
   private var quiesced = false
   /** Joins or tunnel openings failed in a row: the backoff grows with them. */
   private var failures = 0
   /** Sessions started: a session is a join (and tunnel) and what the device does until the next. */
   private var session = 0
-  // What the last join said (seconds, not durations: two objects fewer per device).
-  private var heartbeatS = 0
-  private var statsS = 0
-  private var ssh: Option[SshEndpoint] = None
-  // The session's: the config applied and announced, the schedules.
-  private var configSeq = 0L
-  private var announcedSeq = 0L
-  private var heartbeatDueAt = 0L
-  private var statsDueAt = 0L
-  private var heartbeatSeq = 0
-  private var lostHeartbeats = 0
+  /** The profile's numbers and texts for this device, and each message's schedule ([[Registers]]). */
+  val registers: Array[Long] = new Array[Long](profile.registers)
+  val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
+  /** While ConfigDownloading: the trigger running, and which of its calls (trigger << 8 | call). */
+  private var updating = 0
   /** The open tunnel and its number, which tells its loss from an older one's. */
   private var tunnel: Option[Tunnel] = None
   private var tunnelNumber = 0
@@ -107,7 +102,7 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
             quiesced = true
             replyTo ! Done
           case _ =>
-            state match
+            current match
               case Discovering => discovering(command)
               case Backoff => backingOff(command)
               case Tunneling => tunneling(command)
@@ -116,17 +111,24 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
 
   override def postStop(): Unit =
     closeTunnel()
-    events.stopped(state)
+    events.stopped(current)
+
+  // ---- what the device is to its profile ----
+
+  def state: DeviceState = current
+  def uptimeS: Long = (shared.clock() - startedAt) / 1_000_000_000L
+  def now: Long = shared.clock()
+  def random: RandomGenerator = shared.random
 
   // ---- states: what each does with a message; anything else is from an older session ----
 
   private def discovering(command: Command): Unit = command match
-    case JoinReplied(Reply.Ok(body)) =>
-      Protocol.parse[JoinReply](body) match
-        case Some(join) => joined(join)
-        case None => backOff()
-    case JoinReplied(Reply.Forbidden) => wake(RetryJoin, backoffDelay()) // not admitted: ask again, more slowly each time
-    case JoinReplied(Reply.Failed(_)) => backOff()
+    case Replied(_, call, reply) if call eq profile.join =>
+      call.read(reply, this) match
+        case Outcome.Ok => joined()
+        case Outcome.NotAdmitted => wake(RetryJoin, backoffDelay()) // ask again, more slowly each time
+        case Outcome.RetryAfter(nanos) => backOff(nanos)
+        case Outcome.Reauthenticate | Outcome.Rejoin | Outcome.Failed => backOff()
     case RetryJoin => joinAgain()
     case _ => ()
 
@@ -142,7 +144,7 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
       pipe(opened.lost, Done)(_ => lost)
       startSession()
     case TunnelOpened(Left(FailureReason.AuthRejected)) =>
-      configSeq = 0 // the server no longer admits this device: join again, later
+      profile.forget(this) // the server no longer admits this device: join again, later
       backOff()
     case TunnelOpened(Left(_)) => wake(RetryTunnel, backoffDelay())
     case RetryTunnel =>
@@ -150,35 +152,47 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
       openTunnel()
     case _ => ()
 
-  /** Reporting and ConfigDownloading: the periodic sends and their replies. */
+  /** Reporting and ConfigDownloading: the periodic sends, their replies, and bringing itself up to date. */
   private def online(command: Command): Unit = command match
-    case HeartbeatDue if !early(heartbeatDueAt) => heartbeat()
-    case StatsDue if !early(statsDueAt) => statsRound()
-    case HeartbeatReplied(n, reply) if n == session =>
-      reply match
-        case Reply.Ok(body) =>
-          lostHeartbeats = 0
-          Protocol.parse[HeartbeatReply](body).foreach(r => announcedSeq = announcedSeq.max(r.configSeq))
-          if state == Reporting && announcedSeq > configSeq then download()
-        case Reply.Forbidden => refused()
-        case Reply.Failed(_) =>
-          lostHeartbeats += 1
-          if lostHeartbeats >= settings.maxLostHeartbeats then
-            if tunnel.isDefined then retunnel()
-            else
-              failures = 0
-              backOff()
-    case StatsReplied(n, Reply.Forbidden) if n == session => refused()
-    case ConfigReplied(n, reply) if n == session && state == ConfigDownloading =>
-      reply match
-        case Reply.Ok(body) =>
-          // Unreadable, it stays unapplied: the next heartbeat reply announces it again.
-          Protocol.parse[ConfigHeader](body).foreach(config => configSeq = config.configSeq)
-          enter(Reporting)
-        case Reply.Forbidden => refused()
-        case Reply.Failed(_) => enter(Reporting)
+    case Due(i) if !early(registers(Registers.dueAt(i))) => sendMessage(i)
+    case Replied(n, call, reply) if n == session =>
+      if current == ConfigDownloading && (call eq updatingCall) then updated(call.read(reply, this))
+      else
+        val i = shared.messageOf(call.kind.index)
+        if i >= 0 then replied(i, call.read(reply, this))
     case TunnelLost(n) if n == tunnelNumber => retunnel()
-    case _ => () // stats replies are counted by the transport's metrics; the rest are an older session's
+    case _ => () // an older session's
+
+  /** A periodic message's reply: up to date, refused, or one more failure in a row. */
+  private def replied(i: Int, outcome: Outcome): Unit = outcome match
+    case Outcome.Ok =>
+      registers(Registers.failures(i)) = 0
+      if current == Reporting then update()
+    case Outcome.Rejoin => refused()
+    case Outcome.Reauthenticate => rejoin()
+    case Outcome.RetryAfter(nanos) => postpone(i, nanos)
+    case Outcome.Failed | Outcome.NotAdmitted =>
+      val failed = registers(Registers.failures(i)) + 1
+      registers(Registers.failures(i)) = failed
+      val limit = profile.messages(i).maxFailures.getOrElse(settings.maxLostHeartbeats)
+      if limit > 0 && failed >= limit then
+        if tunnel.isDefined then retunnel()
+        else
+          failures = 0
+          backOff()
+
+  /** A call of the running trigger came back: the next call, or up to date, or give up until the next announcement. */
+  private def updated(outcome: Outcome): Unit = outcome match
+    case Outcome.Ok =>
+      val trigger = profile.triggers(updating >> 8)
+      val next = (updating & 0xff) + 1
+      if next < trigger.calls.size then updateStep(updating + 1)
+      else
+        trigger.applied(this)
+        enter(Reporting)
+    case Outcome.Rejoin => refused()
+    case Outcome.Reauthenticate => rejoin()
+    case _ => enter(Reporting) // unapplied: the next reply that says so starts it again
 
   /** The run is ending: send nothing more, let the calls in flight come home, keep the state. */
   private def whileQuiesced(command: Command): Unit = command match
@@ -190,30 +204,21 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
 
   private def join(): Unit =
     enter(Discovering)
-    val id = shared.identity(number)
-    // Rendered per join, not kept: joins are rare, and a million devices would keep 150 MB of them.
-    val request = JoinRequest(id.mac, id.serial, id.model, id.firmware, shared.tunnels.flatMap(_.publicKey))
-    send(shared.http, Request(MessageKind.Join, Protocol.joinPath, Some(writeToArray(request))))(JoinReplied(_))
+    send(shared.http, profile.join)
 
   /** A backoff's wake-up: one more failure in a row, one more join. */
   private def joinAgain(): Unit =
     failures += 1
     join()
 
-  private def joined(join: JoinReply): Unit =
+  private def joined(): Unit =
     failures = 0
-    heartbeatS = join.heartbeatIntervalS.max(1) // a controller's 0 must not make its devices spin
-    statsS = join.statsIntervalS.max(1)
-    announcedSeq = join.configSeq
-    if shared.tunnels.isDefined then
-      ssh = join.ssh // kept only by devices that tunnel: 100 bytes a device
-      openTunnel()
-    else startSession()
+    if shared.tunnels.isDefined then openTunnel() else startSession()
 
   /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
   private def openTunnel(): Unit =
     enter(Tunneling)
-    pipe(shared.tunnels.get.open(shared.identity(number), ssh), Left(FailureReason.ProtocolError))(TunnelOpened(_))
+    pipe(shared.tunnels.get.open(profile.login(this), profile.sshEndpoint(this)), Left(FailureReason.ProtocolError))(TunnelOpened(_))
 
   /** The tunnel is gone or dead: after a jittered pause, so that a herd does not return as one. */
   private def retunnel(): Unit =
@@ -224,49 +229,62 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
 
   private def startSession(): Unit =
     session += 1
-    heartbeatSeq = 0
-    lostHeartbeats = 0
-    // Random phase: a fleet that joined together must not report together.
-    heartbeatDueAt = schedule(HeartbeatDue, (heartbeatS * 1e9 * random.nextDouble()).toLong.nanos)
-    statsDueAt = schedule(StatsDue, (statsS * 1e9 * random.nextDouble()).toLong.nanos)
-    if announcedSeq > configSeq then download() else enter(Reporting)
+    var i = 0
+    while i < profile.messages.size do
+      registers(Registers.failures(i)) = 0
+      // Random phase: a fleet that joined together must not report together.
+      registers(Registers.dueAt(i)) = schedule(due(i), (interval(i) * random.nextDouble()).toLong.nanos)
+      i += 1
+    if !update() then enter(Reporting)
 
-  private def heartbeat(): Unit =
-    heartbeatDueAt = scheduleNext(HeartbeatDue, MessageKind.Heartbeat, heartbeatDueAt, heartbeatS.seconds)
-    heartbeatSeq += 1
-    val beat = Heartbeat(heartbeatSeq, uptimeS, state.toString, configSeq)
-    val n = session
-    send(channel, Request(MessageKind.Heartbeat, Protocol.heartbeatPath(mac), Some(writeToArray(beat))))(HeartbeatReplied(n, _))
+  /** Sends message i's round, after scheduling the next one. */
+  private def sendMessage(i: Int): Unit =
+    val message = profile.messages(i)
+    registers(Registers.dueAt(i)) = scheduleNext(i, registers(Registers.dueAt(i)))
+    message.calls.foreach(send(channel, _))
 
-  private def statsRound(): Unit =
-    statsDueAt = scheduleNext(StatsDue, MessageKind.Stats, statsDueAt, statsS.seconds)
-    val (n, address) = (session, mac)
-    StatsKind.values.foreach { kind =>
-      send(channel, Request(MessageKind.Stats, Protocol.statsPath(address, kind), Some(statsBody(address, kind))))(StatsReplied(n, _))
-    }
+  /** Runs the first trigger that is due, if any (the device is behind); says whether one runs. */
+  private def update(): Boolean =
+    var t = 0
+    while t < profile.triggers.size && !profile.triggers(t).due(this) do t += 1
+    val behind = t < profile.triggers.size
+    if behind then
+      enter(ConfigDownloading)
+      updateStep(t << 8)
+    behind
 
-  private def download(): Unit =
-    enter(ConfigDownloading)
-    val n = session
-    send(channel, Request(MessageKind.Config, Protocol.configPath(mac), None))(ConfigReplied(n, _))
+  private def updateStep(step: Int): Unit =
+    updating = step
+    send(channel, updatingCall)
 
-  /** 403 from any call: forget the session and config, and join again. */
+  private def updatingCall: Call = profile.triggers(updating >> 8).calls(updating & 0xff)
+
+  /** 403 from any call: forget the session, and join again. */
   private def refused(): Unit =
+    profile.forget(this)
+    rejoin()
+
+  /** 401, or forgotten: join again now. */
+  private def rejoin(): Unit =
     closeTunnel()
     failures = 0
-    configSeq = 0
     join()
 
-  /** Waits a backoff delay, then joins again. */
-  private def backOff(): Unit =
+  /** Waits a backoff delay (or what the controller asked for), then joins again. */
+  private def backOff(nanos: Long = 0): Unit =
     closeTunnel()
-    wake(RetryJoin, backoffDelay())
+    wake(RetryJoin, if nanos > 0 then nanos.nanos else backoffDelay())
     enter(Backoff)
+
+  /** The controller asked for a pause (429, 503): message i waits that long, with jitter, before its next send. */
+  private def postpone(i: Int, nanos: Long): Unit =
+    val pause = if nanos > 0 then settings.jittered(nanos, random.nextDouble()) else backoffDelay().toNanos
+    if shared.clock() + pause - registers(Registers.dueAt(i)) > 0 then registers(Registers.dueAt(i)) = schedule(due(i), pause.nanos)
 
   /** An exception inside the device: what a restart would do, without a supervisor per device. */
   private def failed(e: Throwable): Unit =
-    log.warn("device {} failed in {}, joining again after a pause: {}", mac, state, e.toString)
-    configSeq = 0
+    log.warn("device {} failed in {}, joining again after a pause: {}", number, current, e.toString)
+    profile.forget(this)
     backOff()
 
   // ---- plumbing ----
@@ -275,9 +293,9 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
     * set before, so a test that steps time once it sees the move cannot step past them.
     */
   private def enter(next: DeviceState): Unit =
-    if state != next then
-      events.moved(Some(state), next)
-      state = next
+    if current != next then
+      events.moved(Some(current), next)
+      current = next
 
   private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
 
@@ -287,6 +305,9 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
   private def closeTunnel(): Unit =
     tunnel.foreach(_.close())
     tunnel = None
+
+  /** Message i's interval, at least a millisecond: a controller's 0 must not make its devices spin. */
+  private def interval(i: Int): Long = profile.messages(i).interval(this).max(1_000_000L)
 
   /** Wakes the device after `delay`; returns when it is meant to (on the clock). */
   private def schedule(tick: Command, delay: FiniteDuration): Long =
@@ -303,29 +324,21 @@ private final class Device(number: Int, shared: Device.Shared) extends Actor:
     * lateness instead of quietly sending less (coordinated omission). More than an interval behind,
     * it starts afresh from now rather than firing a burst to catch up.
     */
-  private def scheduleNext(tick: Command, kind: MessageKind, dueAt: Long, interval: FiniteDuration): Long =
+  private def scheduleNext(i: Int, dueAt: Long): Long =
+    val message = profile.messages(i)
     val now = shared.clock()
-    events.late(kind, now - dueAt)
-    val next = dueAt + settings.jittered(interval, random.nextDouble()).toNanos
-    val from = if next < now - interval.toNanos then now else next
-    wake(tick, (from - now).max(0).nanos)
+    events.late(message.kind, now - dueAt)
+    val every = interval(i)
+    val next = dueAt + settings.jittered(every, random.nextDouble(), message.jitter.getOrElse(settings.jitter))
+    val from = if next < now - every then now else next
+    wake(due(i), (from - now).max(0).nanos)
     from
 
   /** Every call's outcome comes back as a message. */
-  private def send(through: Transport, request: Request)(reply: Reply => Command): Unit =
-    pipe(through.send(request), Reply.Failed(FailureReason.ProtocolError))(reply)
+  private def send(through: Transport, call: Call): Unit =
+    val n = session
+    pipe(through.send(call.render(this)), Reply.Failed(FailureReason.ProtocolError))(Replied(n, call, _))
 
   /** A future's outcome as a message to this device; `failure` stands for a failed future. */
   private def pipe[A](future: Future[A], failure: A)(message: A => Command): Unit =
     future.onComplete(result => self.tell(message(result.getOrElse(failure)), Actor.noSender))(using ExecutionContext.parasitic)
-
-  private def mac: String = shared.identity(number).mac
-
-  private def uptimeS: Long = (shared.clock() - startedAt) / 1_000_000_000L
-
-  private def statsBody(mac: String, kind: StatsKind): Array[Byte] =
-    val figures = kind match
-      case StatsKind.System => s""""cpuPct":${random.nextInt(100)},"memFreeKb":${random.nextInt(1 << 20)}"""
-      case StatsKind.Radio => s""""channel":${1 + random.nextInt(11)},"noiseDbm":${-95 + random.nextInt(10)}"""
-      case StatsKind.Clients => s""""clients":${random.nextInt(64)}"""
-    s"""{"mac":"$mac","uptimeS":$uptimeS,$figures}""".getBytes(java.nio.charset.StandardCharsets.UTF_8)

@@ -19,16 +19,17 @@ final case class BackoffSettings(min: FiniteDuration, max: FiniteDuration):
 
 /** How a device behaves, whatever controller it talks to.
   *
-  * @param maxLostHeartbeats heartbeats lost in a row that send a device to Backoff
+  * @param maxLostHeartbeats failed sends in a row of a message that watches liveness (the heartbeat)
+  *                          that send a device to Backoff
   * @param jitter each periodic send moves by up to this fraction of its interval, either way
   */
 final case class DeviceSettings(maxLostHeartbeats: Int, jitter: Double, backoff: BackoffSettings):
   require(maxLostHeartbeats >= 1, "fleetsim.device.max-lost-heartbeats must be at least 1")
   require(jitter >= 0 && jitter < 1, "fleetsim.device.jitter must be at least 0 and below 1")
 
-  /** The delay to the next periodic send; u uniform in [0, 1). */
-  def jittered(interval: FiniteDuration, u: Double): FiniteDuration =
-    (interval.toMillis * (1 + jitter * (2 * u - 1))).toLong.max(1).millis
+  /** An interval in nanoseconds moved by up to `fraction` of itself either way, at least 1 ms; u uniform in [0, 1). */
+  def jittered(nanos: Long, u: Double, fraction: Double = jitter): Long =
+    (nanos * (1 + fraction * (2 * u - 1))).toLong.max(1_000_000L)
 
 object DeviceSettings:
   def apply(config: Config): DeviceSettings =

@@ -1,6 +1,6 @@
 package fleetsim.device
 
-import fleetsim.protocol.MessageKind
+import fleetsim.transport.MessageKind
 
 /** The lifecycle states, named as in the design notes and the summary. */
 enum DeviceState:

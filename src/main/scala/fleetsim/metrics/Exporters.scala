@@ -1,7 +1,7 @@
 package fleetsim.metrics
 
 import fleetsim.controller.ControllerCounts
-import fleetsim.protocol.MessageKind
+import fleetsim.protocol.ApiCall
 import io.micrometer.core.instrument.binder.jvm.{JvmGcMetrics, JvmMemoryMetrics, JvmThreadMetrics}
 import io.micrometer.core.instrument.binder.system.{FileDescriptorMetrics, ProcessorMetrics, UptimeMetrics}
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry
@@ -26,7 +26,7 @@ final class Exporters private (val prometheus: Option[PrometheusMeterRegistry], 
   /** The embedded reference controller's own tallies, in the same registry. */
   def bindController(counts: () => ControllerCounts): Unit =
     sources ::= counts
-    for kind <- MessageKind.values.map(_.key) do
+    for kind <- ApiCall.values.map(_.key) do
       FunctionCounter.builder("fleetsim.controller.received", counts, (c: () => ControllerCounts) => c().received(kind).toDouble)
         .tag("kind", kind).description("calls the controller answered 200").register(registry)
       FunctionCounter.builder("fleetsim.controller.tunnelled", counts, (c: () => ControllerCounts) => c().tunnelled(kind).toDouble)

@@ -1,8 +1,7 @@
 package fleetsim.metrics
 
 import fleetsim.device.{DeviceEvents, DeviceState}
-import fleetsim.protocol.MessageKind
-import fleetsim.transport.{FailureReason, Reply}
+import fleetsim.transport.{FailureReason, MessageKind, Reply}
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry
 import io.micrometer.core.instrument.{FunctionCounter, Gauge, MeterRegistry, Timer}
 import org.HdrHistogram.{Histogram, Recorder}
@@ -10,13 +9,16 @@ import org.HdrHistogram.{Histogram, Recorder}
 import java.time.Duration
 import java.util.concurrent.TimeUnit.NANOSECONDS
 import java.util.concurrent.atomic.LongAdder
+import scala.collection.immutable.ListMap
 
 /** The fleet's figures, kept by group (state, message kind, outcome, transition), never per device,
   * so their number does not grow with the fleet. Writers are lock-free; [[snapshot]] is for one
   * reader. Every figure is also a Micrometer meter in `registry` (an empty composite registers
   * nothing and costs next to nothing), named `fleetsim.*`.
+  *
+  * @param kinds the profile's message kinds, `kinds(i).index == i`: bounded by the profile, never per device
   */
-final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) extends DeviceEvents:
+final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegistry = CompositeMeterRegistry()) extends DeviceEvents:
   import FleetMetrics.*
 
   private val states = DeviceState.values.map { s =>
@@ -27,7 +29,7 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
   }
   private val transitions = DeviceState.values.map(from => DeviceState.values.map(to =>
     counter("fleetsim.transitions", "state transitions", "from" -> from.toString, "to" -> to.toString)))
-  private val kinds = MessageKind.values.map(KindFigures(_))
+  private val figures = kinds.map(KindFigures(_)).toArray
   private val tunnelsOpened = counter("fleetsim.tunnels.opened", "tunnels opened")
   private val tunnelsUp = LongAdder()
   Gauge.builder("fleetsim.tunnels.up", tunnelsUp, (c: LongAdder) => c.sum.toDouble).description("tunnels up").register(registry)
@@ -65,18 +67,21 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
 
   def stopped(state: DeviceState): Unit = states(state.ordinal).decrement()
 
-  def late(kind: MessageKind, nanos: Long): Unit = kinds(kind.ordinal).lateness.record(nanos)
+  def late(kind: MessageKind, nanos: Long): Unit = figures(kind.index).lateness.record(nanos)
 
   def sent(kind: MessageKind): Unit =
-    val k = kinds(kind.ordinal)
+    val k = figures(kind.index)
     k.sent.increment()
     k.inFlight.increment()
 
+  /** A reply by its status: 2xx ok, 403 forbidden, the rest failed by what the status says. */
   def replied(kind: MessageKind, reply: Reply, latencyNanos: Long): Unit =
-    val k = kinds(kind.ordinal)
+    val k = figures(kind.index)
     reply match
-      case Reply.Ok(_) => k.ok.increment()
-      case Reply.Forbidden => k.forbidden.increment()
+      case Reply.Response(status, _, _) =>
+        if status / 100 == 2 then k.ok.increment()
+        else if status == 403 then k.forbidden.increment()
+        else k.failed(statusReason(status).ordinal).increment()
       case Reply.Failed(reason) => k.failed(reason.ordinal).increment()
     k.latency.record(latencyNanos)
     k.inFlight.decrement()
@@ -94,17 +99,17 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
   def tunnelsUpNow: Long = tunnelsUp.sum
 
   /** Requests sent and not yet answered, across all kinds. */
-  def inFlight: Long = kinds.map(_.inFlight.sum).sum
+  def inFlight: Long = figures.map(_.inFlight.sum).sum
 
   /** Devices per state right now. */
   def devicesByState: Map[DeviceState, Long] = DeviceState.values.map(s => s -> states(s.ordinal).sum).toMap
 
   /** Counts so far, and latencies both since the previous snapshot and since the start. */
   def snapshot(): MetricsSnapshot = synchronized {
-    val byKind = MessageKind.values.map { kind =>
-      val k = kinds(kind.ordinal)
+    val byKind = ListMap.from(kinds.map { kind =>
+      val k = figures(kind.index)
       val recent = k.latency.take()
-      kind -> KindSnapshot(
+      kind.key -> KindSnapshot(
         sent = k.sent.sum,
         ok = k.ok.sum,
         forbidden = k.forbidden.sum,
@@ -112,7 +117,7 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
         recent = recent,
         overall = k.latency.overallSoFar,
         recentLateness = k.lateness.take())
-    }.toMap
+    })
     val recentHandshakes = handshakes.take()
     val tunnels = TunnelSnapshot(
       opened = tunnelsOpened.sum,
@@ -127,6 +132,11 @@ final class FleetMetrics(registry: MeterRegistry = CompositeMeterRegistry()) ext
   }
 
 object FleetMetrics:
+  private def statusReason(status: Int): FailureReason = status match
+    case 401 => FailureReason.Unauthorized
+    case 429 | 503 => FailureReason.Throttled
+    case _ => FailureReason.Rejected
+
   /** Histogram buckets for Prometheus: fixed, so the number of series is too. */
   private val Buckets: Seq[Duration] = Seq(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000).map(Duration.ofMillis(_))
 
@@ -183,7 +193,8 @@ final case class TunnelSnapshot(
 
 final case class MetricsSnapshot(
     byState: Map[DeviceState, Long],
-    byKind: Map[MessageKind, KindSnapshot],
+    /** By kind key, in the profile's order. */
+    byKind: ListMap[String, KindSnapshot],
     tunnels: TunnelSnapshot,
     transitions: Map[(DeviceState, DeviceState), Long]):
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum

@@ -1,7 +1,6 @@
 package fleetsim.metrics
 
-import fleetsim.protocol.{Identity, SshEndpoint}
-import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 
 import scala.concurrent.{ExecutionContext, Future}
@@ -25,9 +24,9 @@ final class MeteredTunnels(inner: Tunnels, metrics: FleetMetrics) extends Tunnel
 
   def publicKey: Option[String] = inner.publicKey
 
-  def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+  def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
     val started = System.nanoTime()
-    inner.open(identity, offered).map {
+    inner.open(login, offered).map {
       case Right(tunnel) =>
         metrics.tunnelOpened(System.nanoTime() - started)
         tunnel.lost.foreach(_ => metrics.tunnelClosed())

@@ -3,7 +3,6 @@ package fleetsim.metrics
 import com.github.plokhotnyuk.jsoniter_scala.core.JsonValueCodec
 import com.github.plokhotnyuk.jsoniter_scala.macros.{CodecMakerConfig, JsonCodecMaker}
 import fleetsim.device.DeviceState
-import fleetsim.protocol.MessageKind
 
 import java.lang.management.ManagementFactory
 import scala.collection.immutable.ListMap
@@ -51,9 +50,9 @@ final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, t
     val seconds = ((now - last) / 1e9).max(1e-3)
     val s = metrics.snapshot()
     def rate(f: MetricsSnapshot => Long) = (f(s) - previous.fold(0L)(f)) / seconds
-    val kinds = MessageKind.values.toSeq
+    val kinds = metrics.kinds.map(_.key)
     val rates = ListMap.from(kinds.map { k =>
-      k.key -> Rates(rate(_.byKind(k).sent), rate(_.byKind(k).ok), rate(_.byKind(k).forbidden), rate(_.byKind(k).failed))
+      k -> Rates(rate(_.byKind(k).sent), rate(_.byKind(k).ok), rate(_.byKind(k).forbidden), rate(_.byKind(k).failed))
     })
     val moves = ListMap.from(s.transitions.toSeq.sortBy((k, _) => (k._1.ordinal, k._2.ordinal)).collect {
       case (key @ (from, to), _) if rate(_.transitions(key)) > 0 => s"$from>$to" -> rate(_.transitions(key))
@@ -67,8 +66,8 @@ final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, t
       devices = ListMap.from(DeviceState.values.map(st => st.toString -> s.byState(st))),
       rates = rates,
       errors = s.total(k => k.forbidden + k.failed),
-      latencyMs = ListMap.from(kinds.map(k => k.key -> percentiles(s.byKind(k).recent))),
-      latenessMs = ListMap.from(Seq(MessageKind.Heartbeat, MessageKind.Stats).map(k => k.key -> percentiles(s.byKind(k).recentLateness))),
+      latencyMs = ListMap.from(kinds.map(k => k -> percentiles(s.byKind(k).recent))),
+      latenessMs = ListMap.from(metrics.kinds.filter(_.periodic).map(k => k.key -> percentiles(s.byKind(k.key).recentLateness))),
       transitions = moves,
       tunnels = Option.when(tunnels)(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels,
         rate(_.tunnels.retunnels), s.tunnels.recent.p99)),

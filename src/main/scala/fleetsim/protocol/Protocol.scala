@@ -2,17 +2,18 @@ package fleetsim.protocol
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
+import fleetsim.transport.SshEndpoint
 
 /** Who a device is: what it says at join. */
 final case class Identity(mac: String, serial: String, model: String, firmware: String)
 
-/** Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange. */
-/** @param sshKey the device's SSH public key (OpenSSH format), sent when it will open a tunnel */
+/** Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange.
+  *
+  * @param sshKey the device's SSH public key (OpenSSH format), sent when it will open a tunnel
+  */
 final case class JoinRequest(mac: String, serial: String, model: String, firmware: String, sshKey: Option[String] = None)
 object JoinRequest:
   given JsonValueCodec[JoinRequest] = JsonCodecMaker.make
-
-final case class SshEndpoint(host: String, port: Int)
 
 final case class JoinReply(heartbeatIntervalS: Int, statsIntervalS: Int, configSeq: Long, ssh: Option[SshEndpoint] = None)
 object JoinReply:
@@ -44,12 +45,12 @@ object Protocol:
     try Some(readFromArray[A](body))
     catch case _: JsonReaderException => None
 
-/** What a message is for: the unit every count, latency and controller tally is kept by. */
-enum MessageKind(val key: String):
-  case Join extends MessageKind("join")
-  case Heartbeat extends MessageKind("heartbeat")
-  case Stats extends MessageKind("stats")
-  case Config extends MessageKind("config")
+/** A protocol v1 call: the unit the reference controller tallies by. */
+enum ApiCall(val key: String):
+  case Join extends ApiCall("join")
+  case Heartbeat extends ApiCall("heartbeat")
+  case Stats extends ApiCall("stats")
+  case Config extends ApiCall("config")
 
 /** A stats round is one POST per kind. */
 enum StatsKind(val key: String):

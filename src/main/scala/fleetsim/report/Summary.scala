@@ -4,8 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.controller.ControllerCounts
 import fleetsim.device.DeviceState
-import fleetsim.metrics.{Latency, MetricsSnapshot, ProcessFigures}
-import fleetsim.protocol.MessageKind
+import fleetsim.metrics.{KindSnapshot, Latency, MetricsSnapshot, ProcessFigures}
 import fleetsim.transport.FailureReason
 
 import java.nio.file.{Files, Path}
@@ -49,15 +48,12 @@ object Summary:
       metrics: MetricsSnapshot,
       process: ProcessFigures,
       controller: Option[ControllerCounts]): Summary =
-    def byKind[A](f: MessageKind => A) = ListMap.from(MessageKind.values.map(k => k.key -> f(k)))
+    def byKind[A](f: KindSnapshot => A) = metrics.byKind.map((k, v) => k -> f(v))
     Summary(
       run,
       DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
-      byKind { kind =>
-        val k = metrics.byKind(kind)
-        MessageCounts(k.sent, k.ok, k.forbidden, k.failed, failures(k.failures))
-      },
-      byKind(kind => latencySummary(metrics.byKind(kind).overall)),
+      byKind(k => MessageCounts(k.sent, k.ok, k.forbidden, k.failed, failures(k.failures))),
+      byKind(k => latencySummary(k.overall)),
       tunnelsUp.map { up =>
         val t = metrics.tunnels
         TunnelsSummary(t.opened, up, t.retunnels, failures(t.failures), latencySummary(t.overall))

@@ -4,7 +4,7 @@ import org.apache.pekko.stream.stage.{GraphStage, GraphStageLogic, InHandler, Ou
 import org.apache.pekko.stream.{Attributes, FlowShape, Inlet, Outlet}
 import org.apache.pekko.util.ByteString
 
-import java.nio.charset.StandardCharsets.US_ASCII
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 import scala.collection.mutable.ArrayBuffer
 
 /** HTTP/1.1 as a device speaks it: requests rendered straight to bytes, responses read straight
@@ -15,17 +15,22 @@ object Http1:
   /** Renders calls to `host` (the Host header: "name:port"). */
   final class Renderer(host: String):
     private val afterPath = s" HTTP/1.1\r\nHost: $host\r\nUser-Agent: fleetsim\r\n".getBytes(US_ASCII)
-    private val json = "Content-Type: application/json\r\nContent-Length: ".getBytes(US_ASCII)
-    private val get = "GET ".getBytes(US_ASCII)
-    private val post = "POST ".getBytes(US_ASCII)
+    private val contentLength = "Content-Length: ".getBytes(US_ASCII)
+    private val space = " ".getBytes(US_ASCII)
     private val crlf = "\r\n".getBytes(US_ASCII)
+    private val methods = Map("GET" -> "GET", "POST" -> "POST", "PUT" -> "PUT").map((k, v) => k -> v.getBytes(US_ASCII))
 
-    /** GET when the call has no body, POST with its JSON otherwise: one array of the exact size. */
+    /** The request line, Host, the profile's headers, Content-Length when there is a body (or the
+      * method carries one), then the body: one array of the exact size.
+      */
     def render(request: Request): ByteString =
-      val path = request.path.getBytes(US_ASCII)
-      request.body match
-        case None => concat(get, path, afterPath, crlf)
-        case Some(body) => concat(post, path, afterPath, json, body.length.toString.getBytes(US_ASCII), crlf, crlf, body)
+      val method = methods.getOrElse(request.method, request.method.getBytes(US_ASCII))
+      val path = request.path.getBytes(UTF_8)
+      val body = request.body
+      if body.isEmpty && !carriesBody(request.method) then concat(method, space, path, afterPath, request.headers, crlf)
+      else concat(method, space, path, afterPath, request.headers, contentLength, body.length.toString.getBytes(US_ASCII), crlf, crlf, body)
+
+    private def carriesBody(method: String): Boolean = method == "POST" || method == "PUT" || method == "PATCH"
 
     private def concat(parts: Array[Byte]*): ByteString =
       var length = 0
@@ -36,12 +41,6 @@ object Http1:
         System.arraycopy(part, 0, bytes, at, part.length)
         at += part.length
       ByteString.fromArrayUnsafe(bytes)
-
-  /** The reply a status means: 2xx Ok with its body, 403 Forbidden, anything else Rejected. */
-  def reply(status: Int, body: ByteString): Reply =
-    if status / 100 == 2 then Reply.Ok(body.toArrayUnsafe())
-    else if status == 403 then Reply.Forbidden
-    else Reply.Failed(FailureReason.Rejected)
 
   final class MalformedResponse(what: String) extends RuntimeException(what)
 
@@ -63,6 +62,7 @@ object Http1:
       private var reading = Head
       private var buffer = ByteString.empty
       private var status = 0
+      private var head = ByteString.empty // a view of the bytes read, not a copy
       private var remaining = 0L // bytes of the body (FixedBody) or of the chunk and its CRLF (ChunkData)
       private var body = ByteString.empty
       private var closeAfter = false
@@ -82,7 +82,7 @@ object Http1:
       def onPull(): Unit = if !hasBeenPulled(in) && !done then pull(in)
 
       override def onUpstreamFinish(): Unit =
-        if reading == UntilClose then emit(out, reply(status, body ++ buffer), () => completeStage())
+        if reading == UntilClose then emit(out, Reply.Response(status, (body ++ buffer).toArrayUnsafe(), head), () => completeStage())
         else completeStage()
 
       /** Consumes what it can of the buffer; false when it needs more bytes. */
@@ -91,6 +91,7 @@ object Http1:
           val end = headEnd()
           end >= 0 && {
             readHead(end)
+            head = buffer.take(end)
             buffer = buffer.drop(end + 4)
             true
           }
@@ -183,7 +184,7 @@ object Http1:
       private def text(from: Int, until: Int): String = buffer.slice(from, until).decodeString(US_ASCII)
 
       private def complete(replies: ArrayBuffer[Reply]): Unit =
-        replies += reply(status, body)
+        replies += Reply.Response(status, body.toArrayUnsafe(), head)
         body = ByteString.empty
         reading = Head
         done = closeAfter

@@ -1,19 +1,39 @@
 package fleetsim.transport
 
-import fleetsim.protocol.Identity
-import fleetsim.protocol.{MessageKind, SshEndpoint}
 import org.apache.pekko.Done
+import org.apache.pekko.util.ByteString
 
+import java.nio.charset.StandardCharsets.US_ASCII
 import scala.concurrent.Future
 
-/** One call a device makes: GET when there is no body, POST with a JSON body otherwise. */
-final case class Request(kind: MessageKind, path: String, body: Option[Array[Byte]])
+/** What a call is for, as the device profile names it: the unit every count, latency and lateness
+  * is kept by. A profile declares its kinds once, numbered from 0, so figures stay arrays.
+  *
+  * @param periodic sent on a schedule, so its lateness is measured
+  */
+final case class MessageKind(key: String, index: Int, periodic: Boolean)
+
+/** One call a device makes, as its profile rendered it.
+  *
+  * @param headers header lines, each ending in CRLF (`Content-Type: ...\r\n`), or empty
+  * @param body empty for none; a POST or PUT always says its Content-Length
+  */
+final case class Request(kind: MessageKind, method: String, path: String, headers: Array[Byte], body: Array[Byte])
 
 /** The outcome of a call, as data: a transport's future never fails. */
 sealed trait Reply
 object Reply:
-  final case class Ok(body: Array[Byte]) extends Reply
-  case object Forbidden extends Reply
+  /** The controller answered, with any status. `head` is the status line and header lines. */
+  final case class Response(status: Int, body: Array[Byte], head: ByteString = ByteString.empty) extends Reply:
+    def ok: Boolean = status / 100 == 2
+
+    /** The value of header `name` (any case), or null. */
+    def header(name: String): String =
+      val lines = head.decodeString(US_ASCII).split("\r\n")
+      lines.iterator.drop(1).map(_.split(":", 2)).collectFirst {
+        case Array(n, value) if n.trim.equalsIgnoreCase(name) => value.trim
+      }.orNull
+
   final case class Failed(reason: FailureReason) extends Reply
 
 /** Why a call failed, in terms a device and a reader of the summary can act on. */
@@ -22,17 +42,24 @@ enum FailureReason(val key: String):
   case ConnectFailed extends FailureReason("connectFailed")
   /** No complete reply within the request timeout. */
   case TimedOut extends FailureReason("timedOut")
-  /** The controller answered with a status other than 200 or 403. */
+  /** The controller answered with a status the profile does not count as success, other than the ones below. */
   case Rejected extends FailureReason("rejected")
+  /** 401: the device's credentials were not accepted; it authenticates again. */
+  case Unauthorized extends FailureReason("unauthorized")
+  /** 429 or 503: the controller asked the device to come back later (Retry-After). */
+  case Throttled extends FailureReason("throttled")
   /** Every connection already had its fill of calls in flight (http.max-connections x
     * http.pipelining): the controller answers more slowly than the fleet calls. */
   case Overloaded extends FailureReason("overloaded")
-  /** Anything else: a broken connection, a reply that is not protocol v1. */
+  /** Anything else: a broken connection, a reply the profile cannot read. */
   case ProtocolError extends FailureReason("protocolError")
   /** The SSH server refused the device's credentials: like a 403, the device must join again. */
   case AuthRejected extends FailureReason("authRejected")
   /** The SSH server's host key is not the one known for it (host-key mode strict or accept-new). */
   case HostKeyRejected extends FailureReason("hostKeyRejected")
+
+/** Where a device's tunnel goes: an SSH server's address. */
+final case class SshEndpoint(host: String, port: Int)
 
 /** How devices reach a controller. Implementations are shared and asynchronous; devices never see
   * a library exception, only a [[Reply]].
@@ -49,8 +76,10 @@ trait Tunnel extends Transport:
 
 /** Opens tunnels, one per device, on resources shared by the whole fleet. */
 trait Tunnels:
-  /** @param offered the SSH endpoint the controller named at join, if any */
-  def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]]
+  /** @param login the device's user name (its MAC, for protocol v1)
+    * @param offered the SSH endpoint the controller named at join, if any
+    */
+  def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]]
   /** The device's public key in OpenSSH format, sent at join so the controller can admit it. */
   def publicKey: Option[String]
   def close(): Future[Done]

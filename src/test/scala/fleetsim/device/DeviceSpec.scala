@@ -2,7 +2,7 @@ package fleetsim.device
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import fleetsim.protocol.*
-import fleetsim.transport.{FailureReason, Reply, Request, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, MessageKind, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.testkit.typed.scaladsl.{ScalaTestWithActorTestKit, TestProbe}
 import org.apache.pekko.actor.typed.ActorRef
@@ -38,8 +38,10 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
 
   private final case class Call(request: Request, reply: Promise[Reply]):
     def answer(r: Reply): Unit = reply.success(r)
-    def ok[A: JsonValueCodec](body: A): Unit = answer(Reply.Ok(writeToArray(body)))
-    def bodyAs[A: JsonValueCodec]: A = readFromArray[A](request.body.get)
+    def ok[A: JsonValueCodec](body: A): Unit = answer(Reply.Response(200, writeToArray(body)))
+    def bodyAs[A: JsonValueCodec]: A = readFromArray[A](request.body)
+
+  private val Forbidden = Reply.Response(403, Array.emptyByteArray)
 
   private final case class Moved(from: Option[DeviceState], to: DeviceState)
 
@@ -53,7 +55,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   /** Tunnels the test opens and breaks by hand; every call through one goes to the same probe. */
   private final class ScriptedTunnels(opens: ActorRef[Promise[Either[FailureReason, Tunnel]]], calls: ActorRef[Call]) extends Tunnels:
     def publicKey: Option[String] = Some("ecdsa-sha2-nistp256 AAAA")
-    def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+    def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
       val opened = Promise[Either[FailureReason, Tunnel]]()
       opens ! opened
       opened.future
@@ -80,7 +82,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(_ => identity, settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
+    private val shared = Device.Shared(ApV1(_ => identity, tunnels.flatMap(_.publicKey)), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -93,7 +95,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
 
     /** Joins, opens a tunnel and downloads the config through it: Reporting, with the tunnel returned. */
     def joinAndTunnel(): ScriptedTunnel =
-      val join = nextCall(MessageKind.Join)
+      val join = nextCall(ApiCall.Join)
       assert(join.bodyAs[JoinRequest].sshKey.contains("ecdsa-sha2-nistp256 AAAA"))
       join.ok(JoinReply(10, 1000, configSeq = 1))
       expectMove(Discovering, Tunneling)
@@ -101,14 +103,14 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Right(tunnel))
       expectMove(Tunneling, ConfigDownloading)
       val download = tunnelCalls.expectMessageType[Call]
-      assert(download.request.kind == MessageKind.Config)
+      assert(download.request.kind.key == ApiCall.Config.key)
       download.ok(ConfigHeader(1))
       expectMove(ConfigDownloading, Reporting)
       tunnel
 
-    def nextCall(kind: MessageKind): Call =
+    def nextCall(kind: ApiCall): Call =
       val call = calls.expectMessageType[Call]
-      assert(call.request.kind == kind, s"expected a $kind call, got ${call.request}")
+      assert(call.request.kind.key == kind.key, s"expected a $kind call, got ${call.request}")
       call
 
     def expectMove(from: DeviceState, to: DeviceState): Unit = moves.expectMessage(Moved(Some(from), to))
@@ -124,22 +126,22 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
 
     /** Joins with config seq 1 and downloads it: the device ends up Reporting with seq 1. */
     def joinAndDownload(heartbeatS: Int = 10, statsS: Int = 1000): Unit =
-      nextCall(MessageKind.Join).ok(JoinReply(heartbeatS, statsS, configSeq = 1))
+      nextCall(ApiCall.Join).ok(JoinReply(heartbeatS, statsS, configSeq = 1))
       expectMove(Discovering, ConfigDownloading)
-      nextCall(MessageKind.Config).ok(ConfigHeader(1))
+      nextCall(ApiCall.Config).ok(ConfigHeader(1))
       expectMove(ConfigDownloading, Reporting)
 
     def heartbeatDue(heartbeatS: Int = 10): Call =
       pass((heartbeatS * 1000 / 2).millis) // phase 0.5 of the interval
-      nextCall(MessageKind.Heartbeat)
+      nextCall(ApiCall.Heartbeat)
 
   "A device" should {
     "join, download the announced config and report it in its heartbeats" in new Fixture:
-      val join = nextCall(MessageKind.Join)
+      val join = nextCall(ApiCall.Join)
       assert(join.bodyAs[JoinRequest] == JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware))
       join.ok(JoinReply(10, 30, configSeq = 1))
       expectMove(Discovering, ConfigDownloading)
-      val download = nextCall(MessageKind.Config)
+      val download = nextCall(ApiCall.Config)
       assert(download.request.path == Protocol.configPath(identity.mac) && download.request.body.isEmpty)
       download.ok(ConfigHeader(1))
       expectMove(ConfigDownloading, Reporting)
@@ -151,55 +153,55 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     "send a stats round as one POST per kind" in new Fixture:
       joinAndDownload(heartbeatS = 100, statsS = 30) // the heartbeat's phase (50 s) comes after the stats' (15 s)
       pass(15.seconds)
-      val round = (1 to 3).map(_ => nextCall(MessageKind.Stats))
+      val round = (1 to 3).map(_ => nextCall(ApiCall.Stats))
       assert(round.map(_.request.path).toSet == StatsKind.values.map(Protocol.statsPath(identity.mac, _)).toSet)
 
     "go to ConfigDownloading when a heartbeat reply announces a newer config, then report the new seq" in new Fixture:
       joinAndDownload()
       heartbeatDue().ok(HeartbeatReply(2))
       expectMove(Reporting, ConfigDownloading)
-      nextCall(MessageKind.Config).ok(ConfigHeader(2))
+      nextCall(ApiCall.Config).ok(ConfigHeader(2))
       expectMove(ConfigDownloading, Reporting)
       pass(10.seconds)
-      assert(nextCall(MessageKind.Heartbeat).bodyAs[Heartbeat].configSeq == 2)
+      assert(nextCall(ApiCall.Heartbeat).bodyAs[Heartbeat].configSeq == 2)
 
     "back off after a failed join, then join again" in new Fixture:
-      nextCall(MessageKind.Join).answer(Reply.Failed(FailureReason.ConnectFailed))
+      nextCall(ApiCall.Join).answer(Reply.Failed(FailureReason.ConnectFailed))
       expectMove(Discovering, Backoff)
       quietFor(400.millis, calls) // first backoff: uniform in [0, 1 s], here 0.5 s
       pass(100.millis)
       expectMove(Backoff, Discovering)
-      nextCall(MessageKind.Join)
+      nextCall(ApiCall.Join)
 
     "stay Discovering and ask again later when the join is refused" in new Fixture:
-      nextCall(MessageKind.Join).answer(Reply.Forbidden)
+      nextCall(ApiCall.Join).answer(Forbidden)
       val (after, again) = timeUntil(calls)
-      assert(again.request.kind == MessageKind.Join)
+      assert(again.request.kind.key == ApiCall.Join.key)
       assert(after >= 500.millis && after <= 600.millis) // the first retry: half of 1 s, here
       moves.expectNoMessage(50.millis)
 
     "return to Discovering with its state reset on 403 from a heartbeat" in new Fixture:
       joinAndDownload()
-      heartbeatDue().answer(Reply.Forbidden)
+      heartbeatDue().answer(Forbidden)
       expectMove(Reporting, Discovering)
       // It forgot its config: seq 1 is new to it again.
-      nextCall(MessageKind.Join).ok(JoinReply(10, 30, configSeq = 1))
+      nextCall(ApiCall.Join).ok(JoinReply(10, 30, configSeq = 1))
       expectMove(Discovering, ConfigDownloading)
 
     "return to Discovering on 403 from a stats call" in new Fixture:
       joinAndDownload(heartbeatS = 100, statsS = 30)
       pass(15.seconds)
-      nextCall(MessageKind.Stats).answer(Reply.Forbidden)
+      nextCall(ApiCall.Stats).answer(Forbidden)
       expectMove(Reporting, Discovering)
 
     "back off after the configured number of heartbeats lost in a row, not before" in new Fixture:
       joinAndDownload()
       heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
       pass(10.seconds)
-      nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.Rejected))
+      nextCall(ApiCall.Heartbeat).answer(Reply.Failed(FailureReason.Rejected))
       moves.expectNoMessage(50.millis)
       pass(10.seconds)
-      nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
+      nextCall(ApiCall.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
       expectMove(Reporting, Backoff)
 
     "reset its count of lost heartbeats when one gets through" in new Fixture:
@@ -207,15 +209,15 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
       for _ <- 1 to 2 do
         pass(10.seconds)
-        nextCall(MessageKind.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
+        nextCall(ApiCall.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
         pass(10.seconds)
-        nextCall(MessageKind.Heartbeat).ok(HeartbeatReply(1))
+        nextCall(ApiCall.Heartbeat).ok(HeartbeatReply(1))
       moves.expectNoMessage(50.millis)
 
     "open its own tunnel after joining, and send everything but the join through it" in new Fixture(withTunnels = true):
       joinAndTunnel()
       pass(5.seconds)
-      assert(tunnelCalls.expectMessageType[Call].request.kind == MessageKind.Heartbeat)
+      assert(tunnelCalls.expectMessageType[Call].request.kind.key == ApiCall.Heartbeat.key)
       calls.expectNoMessage(50.millis) // nothing over plain HTTP
 
     "re-tunnel after a jittered pause when its tunnel is lost" in new Fixture(withTunnels = true):
@@ -234,13 +236,13 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       for i <- 1 to 3 do
         if i > 1 then pass(10.seconds)
         val beat = tunnelCalls.expectMessageType[Call]
-        assert(beat.request.kind == MessageKind.Heartbeat)
+        assert(beat.request.kind.key == ApiCall.Heartbeat.key)
         beat.answer(Reply.Failed(FailureReason.TimedOut))
       expectMove(Reporting, Tunneling)
       assert(tunnel.closed)
 
     "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
-      nextCall(MessageKind.Join).ok(JoinReply(10, 1000, configSeq = 0))
+      nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)
       opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.ConnectFailed))
       val (first, second) = timeUntil(opens)
@@ -251,13 +253,13 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       moves.expectNoMessage(50.millis) // still Tunneling
 
     "join again, after a pause, when the SSH server no longer admits it" in new Fixture(withTunnels = true):
-      nextCall(MessageKind.Join).ok(JoinReply(10, 1000, configSeq = 0))
+      nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)
       opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.AuthRejected))
       expectMove(Tunneling, Backoff)
       pass(500.millis)
       expectMove(Backoff, Discovering)
-      nextCall(MessageKind.Join)
+      nextCall(ApiCall.Join)
 
     "stop sending when quiesced, and still take the replies in flight" in new Fixture:
       joinAndDownload()
@@ -274,9 +276,9 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       joinAndDownload()
       val stale = heartbeatDue()
       pass(10.seconds)
-      nextCall(MessageKind.Heartbeat).answer(Reply.Forbidden)
+      nextCall(ApiCall.Heartbeat).answer(Forbidden)
       expectMove(Reporting, Discovering)
       stale.ok(HeartbeatReply(5)) // from the old session: must not start a download
       moves.expectNoMessage(50.millis)
-      nextCall(MessageKind.Join)
+      nextCall(ApiCall.Join)
   }

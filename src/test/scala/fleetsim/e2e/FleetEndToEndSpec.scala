@@ -6,7 +6,7 @@ import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.controller.ControllerRoutes.{DeviceView, given}
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState.*
-import fleetsim.protocol.{HeartbeatReply, MessageKind}
+import fleetsim.protocol.{ApiCall, HeartbeatReply}
 import fleetsim.report.Summary
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
@@ -53,12 +53,12 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         allReporting(run)
-        val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
-        eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + 2 * Devices))
+        val start = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
+        eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= start + 2 * Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         assert(summary.devices.byState("Reporting") == Devices)
         val received = summary.controller.get.received
-        for kind <- MessageKind.values.map(_.key) do
+        for kind <- ApiCall.values.map(_.key) do
           val m = summary.messages(kind)
           withClue(s"$kind: ") {
             assert(m.ok > 0)
@@ -82,7 +82,7 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
             assert(devices.size == Devices)
             assert(devices.forall(_.configSeq == seq))
           }
-          assert(run.metrics.snapshot().byKind(MessageKind.Config).ok >= 2 * Devices)
+          assert(run.metrics.snapshot().byKind(ApiCall.Config.key).ok >= 2 * Devices)
         }
       }
     }
@@ -120,7 +120,7 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
           val second = Await.result(Controller.start(settings.copy(port = port), first.registry), 10.seconds)
           try
             allReporting(run)
-            assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).failures(FailureReason.ConnectFailed) > 0)
+            assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).failures(FailureReason.ConnectFailed) > 0)
           finally Await.result(second.stop(), 10.seconds)
         }
       }
@@ -132,12 +132,12 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
         withFleet(c) { (run, admin) =>
           allReporting(run)
           admin.send("PUT", "/admin/faults", """{"latencyMs":3000}""") // past the 2 s request timeout
-          def failures(reason: FailureReason) = MessageKind.values.map(run.metrics.snapshot().byKind(_).failures(reason)).sum
+          def failures(reason: FailureReason) = run.metrics.snapshot().byKind.values.map(_.failures(reason)).sum
           eventually(assert(failures(FailureReason.TimedOut) > 0 && failures(FailureReason.Overloaded) > 0))
           admin.send("PUT", "/admin/faults", """{"latencyMs":0}""")
           allReporting(run)
-          val heartbeats = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
-          eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= heartbeats + Devices))
+          val heartbeats = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
+          eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= heartbeats + Devices))
         }
       }
     }
@@ -149,7 +149,7 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
         val admin = Admin(run.controllerUrl)
         allReporting(run)
         admin.send("PUT", "/admin/faults", """{"errorRate":0.2}""")
-        eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).failed >= Devices / 2))
+        eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).failed >= Devices / 2))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val controller = summary.controller.get
         assert(summary.devices.byState.values.sum == Devices)

@@ -3,7 +3,7 @@ package fleetsim.e2e
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import fleetsim.protocol.MessageKind
+import fleetsim.protocol.ApiCall
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
 import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
@@ -39,8 +39,8 @@ class MetricsSpec extends AnyWordSpec with Eventually:
       val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
       val devices = run.settings.fleet.devices
       eventually(assert(run.metrics.devicesByState(Reporting) == devices))
-      val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
-      eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + 3 * devices))
+      val start = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
+      eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= start + 3 * devices))
       result = Some(inspect(run))
     }
     result.get
@@ -50,7 +50,7 @@ class MetricsSpec extends AnyWordSpec with Eventually:
       steadyRun(config(100)) { run =>
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val scrape = Scrape.from(run.dashboard.get.url + "metrics")
-        for kind <- MessageKind.values.map(_.key) do
+        for kind <- ApiCall.values.map(_.key) do
           val m = summary.messages(kind)
           withClue(s"$kind: ") {
             assert(scrape("fleetsim_messages_sent_total", "kind" -> kind) == m.sent)

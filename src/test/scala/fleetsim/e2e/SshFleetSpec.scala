@@ -5,7 +5,7 @@ import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.controller.{Controller, ControllerSettings, Registry}
 import fleetsim.device.DeviceState.*
 import fleetsim.metrics.ProcessWatch
-import fleetsim.protocol.MessageKind
+import fleetsim.protocol.ApiCall
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
 import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntry}
@@ -40,8 +40,8 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == 200))
-        val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
-        eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + 5 * 200))
+        val start = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
+        eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= start + 5 * 200))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val controller = summary.controller.get
         assert(summary.tunnels.get.opened == 200 && summary.tunnels.get.upAtEnd == 200)
@@ -143,8 +143,8 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
         withSystem(c) {
           val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
           eventually(assert(run.metrics.devicesByState(Reporting) == devices))
-          val start = run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok
-          eventually(assert(run.metrics.snapshot().byKind(MessageKind.Heartbeat).ok >= start + devices))
+          val start = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
+          eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= start + devices))
           threads = ProcessWatch().sample().threads
           Await.result(run.finish("test over"), 60.seconds)
         }

@@ -42,9 +42,12 @@ class SchedulesSpec extends AnyWordSpec:
   "Jitter" should {
     "move a periodic send by at most its fraction of the interval" in {
       val device = DeviceSettings(3, 0.1, BackoffSettings(1.second, 2.seconds))
-      assert(device.jittered(10.seconds, 0.0) == 9.seconds)
-      assert(device.jittered(10.seconds, 0.5) == 10.seconds)
-      assert(device.jittered(10.seconds, 0.9999) < 11.seconds)
+      val ten = 10.seconds.toNanos
+      assert(device.jittered(ten, 0.0) == 9.seconds.toNanos)
+      assert(device.jittered(ten, 0.5) == ten)
+      assert(device.jittered(ten, 0.9999) < 11.seconds.toNanos)
+      assert(device.jittered(ten, 0.0, fraction = 0.5) == 5.seconds.toNanos) // a message's own jitter
+      assert(device.jittered(0, 0.5) == 1.millis.toNanos) // never a spin
     }
   }
 

@@ -1,6 +1,5 @@
 package fleetsim.transport
 
-import fleetsim.protocol.MessageKind
 import org.apache.pekko.actor.testkit.typed.scaladsl.ScalaTestWithActorTestKit
 import org.apache.pekko.stream.scaladsl.{Sink, Source}
 import org.apache.pekko.util.ByteString
@@ -15,7 +14,7 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     Source(chunks.map(ByteString(_))).via(Http1.ResponseParser()).runWith(Sink.seq).futureValue
 
   private def text(reply: Reply): String = reply match
-    case Reply.Ok(body) => String(body, US_ASCII)
+    case Reply.Response(200 | 204, body, _) => String(body, US_ASCII)
     case other => fail(s"expected Ok, got $other")
 
   private val two =
@@ -33,13 +32,15 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       val replies = parse(chunked + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
       assert(replies.map(text) == Seq("{\"configSeq\":2}", ""))
     }
-    "map 403 to Forbidden, other statuses to Rejected, and skip 100 Continue" in {
+    "keep every status, with the head to read headers from, and skip 100 Continue" in {
       val replies = parse(
         "HTTP/1.1 403 Forbidden\r\nContent-Length: 5\r\n\r\nnope!",
         "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n",
         "HTTP/1.1 204 No Content\r\n\r\n")
-      assert(replies.take(2) == Seq(Reply.Forbidden, Reply.Failed(FailureReason.Rejected)))
+      assert(replies.collect { case r: Reply.Response => r.status } == Seq(403, 503, 204))
       assert(text(replies(2)) == "")
+      val throttled = parse("HTTP/1.1 429 Too Many Requests\r\nretry-after:  7 \r\nContent-Length: 0\r\n\r\n").head.asInstanceOf[Reply.Response]
+      assert(throttled.header("Retry-After") == "7" && throttled.header("X-Missing") == null)
     }
     "stop after a response that closes the connection, and read a body that ends with it" in {
       assert(parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nA", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB").map(text) == Seq("A"))
@@ -53,11 +54,15 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
 
   "The renderer" should {
     val renderer = Http1.Renderer("127.0.0.1:8080")
-    "send a POST with its JSON and its length, a GET with no body" in {
-      val post = renderer.render(Request(MessageKind.Heartbeat, "/api/v1/devices/02:00:00:00:00:01/heartbeat", Some("{\"seq\":1}".getBytes(US_ASCII))))
+    val kind = MessageKind("heartbeat", 0, periodic = true)
+    val json = "Content-Type: application/json\r\n".getBytes(US_ASCII)
+    "send a POST with its headers, body and length, a GET with no body" in {
+      val post = renderer.render(Request(kind, "POST", "/api/v1/devices/02:00:00:00:00:01/heartbeat", json, "{\"seq\":1}".getBytes(US_ASCII)))
       assert(post.utf8String == "POST /api/v1/devices/02:00:00:00:00:01/heartbeat HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: fleetsim\r\n" +
         "Content-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"seq\":1}")
-      val get = renderer.render(Request(MessageKind.Config, "/api/v1/devices/x/config", None))
+      val get = renderer.render(Request(kind, "GET", "/api/v1/devices/x/config", Array.emptyByteArray, Array.emptyByteArray))
       assert(get.utf8String == "GET /api/v1/devices/x/config HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: fleetsim\r\n\r\n")
+      val emptyPost = renderer.render(Request(kind, "POST", "/x", Array.emptyByteArray, Array.emptyByteArray))
+      assert(emptyPost.utf8String.endsWith("Content-Length: 0\r\n\r\n"))
     }
   }

@@ -1,6 +1,5 @@
 package fleetsim.transport.ssh
 
-import fleetsim.protocol.{Identity, SshEndpoint}
 import fleetsim.transport.*
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
@@ -50,12 +49,12 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
 
   val publicKey: Option[String] = Some(PublicKeyEntry.toString(settings.keys.getPublic))
 
-  def open(identity: Identity, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+  def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
     settings.endpoint.orElse(offered.map(e => e.host -> e.port)) match
       case None => Future.successful(Left(FailureReason.ProtocolError)) // nowhere to tunnel to
       case Some((host, port)) =>
         val result = Promise[Either[FailureReason, Tunnel]]()
-        gate.offer(Handshake(settings.user.getOrElse(identity.mac), host, port, result)) match
+        gate.offer(Handshake(settings.user.getOrElse(login), host, port, result)) match
           case QueueOfferResult.Enqueued => result.future
           case _ => Future.successful(Left(FailureReason.Overloaded))
 

@@ -1,0 +1,86 @@
+package fleetsim.device
+
+import fleetsim.transport.{MessageKind, Reply, Request, SshEndpoint}
+
+import java.util.random.RandomGenerator
+
+/** How a fleet's devices speak to their controller: what their calls look like and what a reply
+  * means. The device keeps the lifecycle (states, schedules, backoff, lateness, tunnel); a profile,
+  * held once for the whole fleet, builds its requests and reads its replies. Whatever it keeps of
+  * a device lives in the device's [[DeviceScope.registers]] and [[DeviceScope.texts]].
+  */
+trait DeviceProfile:
+  def name: String
+  /** Every kind of call the profile makes, `kinds(i).index == i`. */
+  def kinds: IndexedSeq[MessageKind]
+  def join: Call
+  /** The messages sent on schedules while Reporting. */
+  def messages: IndexedSeq[Periodic]
+  /** Calls run when a value read from a reply says the device is out of date (new configuration). */
+  def triggers: IndexedSeq[Trigger]
+  /** Numbers kept per device, counting the device's own two per message ([[Registers]]). */
+  def registers: Int
+  /** Texts kept per device (tokens, ids read from replies); 0 keeps none. */
+  def texts: Int
+  /** The name a device logs in with over SSH. */
+  def login(device: DeviceScope): String
+  /** Where the device's tunnel goes, as the join reply said; None = the transport's own setting. */
+  def sshEndpoint(device: DeviceScope): Option[SshEndpoint]
+  /** A 403 from any call: forget what the session kept (configuration applied included). */
+  def forget(device: DeviceScope): Unit
+
+/** Where a device keeps its numbers: first its own schedule per message, then the profile's. */
+object Registers:
+  /** When message `i` is next due, on the device's clock. */
+  def dueAt(i: Int): Int = 2 * i
+  /** Failed sends of message `i` in a row. */
+  def failures(i: Int): Int = 2 * i + 1
+  /** The first register a profile may use. */
+  def profileBase(messages: Int): Int = 2 * messages
+
+/** One call a profile can make: what it sends, and what its reply means to the device. */
+trait Call:
+  def kind: MessageKind
+  def render(device: DeviceScope): Request
+  /** Reads what the profile keeps from the reply into the device, and says what it means. */
+  def read(reply: Reply, device: DeviceScope): Outcome
+
+/** A message sent on a schedule: a round of one or more calls every interval.
+  *
+  * @param jitter each send moves by up to this fraction of the interval, either way; None = the device setting
+  * @param maxFailures failed rounds in a row that send the device to Backoff; 0 = never, None = the
+  *                    device's max-lost-heartbeats
+  */
+final case class Periodic(kind: MessageKind, calls: IndexedSeq[Call], interval: DeviceScope => Long, jitter: Option[Double],
+    maxFailures: Option[Int])
+
+/** Brings a device up to date: when `due`, the device is ConfigDownloading while `calls` run in
+  * order (a download, then a report that it was applied); once all succeed, `applied`.
+  */
+final case class Trigger(calls: IndexedSeq[Call], due: DeviceScope => Boolean, applied: DeviceScope => Unit)
+
+/** What a reply means to the device's lifecycle. */
+enum Outcome:
+  case Ok
+  /** At join: not admitted yet; ask again later, more slowly each time. */
+  case NotAdmitted
+  /** 401: join again, keeping what the device has. */
+  case Reauthenticate
+  /** 403: forget the session and join again. */
+  case Rejoin
+  /** 429/503: come back after this many nanoseconds. */
+  case RetryAfter(nanos: Long)
+  case Failed
+
+/** What a profile sees of one device while it renders a call or reads a reply. */
+trait DeviceScope:
+  /** The device's number in the fleet, from 0. */
+  def number: Int
+  def state: DeviceState
+  def uptimeS: Long
+  /** Nanoseconds on the fleet's clock. */
+  def now: Long
+  def random: RandomGenerator
+  def registers: Array[Long]
+  /** null when the profile keeps no texts. */
+  def texts: Array[String]
