@@ -141,8 +141,11 @@ object Options:
   private def readFile(command: String, path: String): Config =
     val file = File(path)
     if !file.isFile || !file.canRead then throw UsageError(s"cannot read config file '$path': no such readable file", command)
-    try ConfigFactory.parseFile(file)
-    catch case e: ConfigException => throw UsageError(s"config file '$path' is not valid HOCON: ${e.getMessage}", command)
+    val config =
+      try ConfigFactory.parseFile(file)
+      catch case e: ConfigException => throw UsageError(s"config file '$path' is not valid HOCON: ${e.getMessage}", command)
+    for problem <- fleetsim.ConfigKeys.unknown(config, ConfigFactory.defaultReference(), "fleetsim") do throw UsageError(problem, command)
+    config
 
   /** " (did you mean --x?)" when a known name is within two edits of the typo. */
   def suggest(name: String, known: Seq[String]): String =

@@ -64,6 +64,19 @@ class CliSpec extends AnyWordSpec with Eventually:
       assertUsageError(fleetsim("run", "--config", broken.toString), "is not valid HOCON")
     }
 
+    "refuse a misspelt setting in a config file with exit 2, its file:line and the setting meant" in {
+      val dir = tempDir()
+      val typo = Files.writeString(dir.resolve("typo.conf"), "pekko.loglevel = DEBUG\nfleetsim.fleet.devcies = 500\n")
+      assertUsageError(fleetsim("run", "--config", typo.toString),
+        s"fleetsim: $typo:2: unknown setting fleetsim.fleet.devcies (did you mean fleetsim.fleet.devices?); the settings are listed")
+      val far = Files.writeString(dir.resolve("far.conf"), "fleetsim.frobnicate = 3\n")
+      assertUsageError(fleetsim("run", "--config", far.toString), s"fleetsim: $far:1: unknown setting fleetsim.frobnicate; the settings are listed")
+      val fine = Files.writeString(dir.resolve("fine.conf"), "pekko.loglevel = INFO\nfleetsim.fleet.devices = 5\n")
+      val f = fleetsim("run", "--config", fine.toString, "--duration", "2s", "--dashboard", "off", "--results", dir.resolve("run").toString)
+      assert(f.code == 0, f.err)
+      assert(Summary.read(dir.resolve("run/summary.json")).devices.target == 5)
+    }
+
     "name the port taken, which server wanted it, and the flag that moves it" in {
       def taken(service: String, flag: String, args: String*): Unit =
         val socket = ServerSocket(0, 50, InetAddress.getLoopbackAddress)

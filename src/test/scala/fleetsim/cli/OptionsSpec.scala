@@ -44,6 +44,16 @@ class OptionsSpec extends AnyWordSpec:
     "name an unreadable config file" in {
       assert(error("--config", "/nonexistent/fleet.conf").contains("/nonexistent/fleet.conf"))
     }
+    "refuse a setting in a config file that reference.conf does not have, naming file:line and the setting meant" in {
+      val file = Files.createTempFile("fleetsim", ".conf")
+      Files.writeString(file, "pekko.loglevel = DEBUG\nfleetsim.fleet.devcies = 500\n")
+      assert(error("--config", file.toString) == s"$file:2: unknown setting fleetsim.fleet.devcies (did you mean fleetsim.fleet.devices?); " +
+        "the settings are listed in reference.conf and by --help")
+      Files.writeString(file, "fleetsim.fleet.frobnicate = 3\n")
+      assert(error("--config", file.toString).startsWith(s"$file:1: unknown setting fleetsim.fleet.frobnicate; the settings"))
+      Files.writeString(file, "pekko.loglevel = DEBUG\nfleetsim.fleet.devices = 500\n")
+      assert(settings("--config", file.toString)().getString("pekko.loglevel") == "DEBUG")
+    }
     "list every flag with its default in --help" in {
       Options.parse("run", RunCommand.Flags, List("--help")) match
         case Parsed.Help(text) =>
