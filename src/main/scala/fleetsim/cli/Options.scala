@@ -149,13 +149,7 @@ object Options:
 
   /** " (did you mean --x?)" when a known name is within two edits of the typo. */
   def suggest(name: String, known: Seq[String]): String =
-    known.map(k => k -> distance(name, k)).filter(_._2 <= 2).minByOption(_._2).fold("")((k, _) => s" (did you mean --$k?)")
-
-  private def distance(a: String, b: String): Int =
-    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if i == 0 then j else if j == 0 then i else 0)
-    for i <- 1 to a.length; j <- 1 to b.length do
-      d(i)(j) = Seq(d(i - 1)(j) + 1, d(i)(j - 1) + 1, d(i - 1)(j - 1) + (if a(i - 1) == b(j - 1) then 0 else 1)).min
-    d(a.length)(b.length)
+    fleetsim.Suggest.closest(name, known).fold("")(k => s" (did you mean --$k?)")
 
   def help(command: String, flags: Seq[Flag]): String =
     val defaults = ConfigFactory.load()

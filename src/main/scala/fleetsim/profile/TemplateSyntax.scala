@@ -1,0 +1,163 @@
+package fleetsim.profile
+
+/** A mistake in a template, found while compiling it: one line for the user. */
+private[profile] final class TemplateError(message: String) extends Exception(message, null, false, false)
+
+/** An interpolation's expression as written; `from` until `to` is where it stands in the template. */
+private[profile] sealed trait Expr:
+  def from: Int
+  def to: Int
+
+private[profile] object Expr:
+  final case class Str(value: String, from: Int, to: Int) extends Expr
+  /** A number literal, kept as written: it renders as its text. */
+  final case class Num(text: String, from: Int, to: Int) extends Expr:
+    def isWhole: Boolean = !text.contains('.')
+  final case class Ref(name: String, from: Int, to: Int) extends Expr
+  final case class Call(name: String, args: Vector[Expr], from: Int, to: Int) extends Expr
+  final case class Concat(parts: Vector[Expr], from: Int, to: Int) extends Expr
+
+/** A template as written: literal text around each interpolation (one more literal than expressions). */
+private[profile] final case class Parsed(literals: Vector[String], expressions: Vector[Expr])
+
+/** Reads a template's text:
+  * {{{
+  * template   := (text | "{{" expression "}}")*
+  * expression := term ("+" term)*
+  * term       := 'string' | number | name | name "(" (expression ("," expression)*)? ")" | "(" expression ")"
+  * }}}
+  * Whitespace may stand between any two tokens. A literal `{{` is written `{{ '{{' }}`.
+  */
+private[profile] final class TemplateSyntax(text: String):
+  private var pos = 0
+  private var open = 0 // where the interpolation being read starts, for "unclosed {{"
+
+  def parse(): Parsed =
+    val literals = Vector.newBuilder[String]
+    val expressions = Vector.newBuilder[Expr]
+    var literalStart = 0
+    open = text.indexOf("{{")
+    while open >= 0 do
+      literals += text.substring(literalStart, open)
+      pos = open + 2
+      skipSpace()
+      if text.startsWith("}}", pos) then fail(s"empty {{ }} at ${where(open)}")
+      expressions += expression()
+      skipSpace()
+      if !text.startsWith("}}", pos) then fail(s"expected + or }} at ${where(pos)}, got '${peek()}'")
+      pos += 2
+      literalStart = pos
+      open = text.indexOf("{{", pos)
+    literals += text.substring(literalStart)
+    Parsed(literals.result(), expressions.result())
+
+  /** "column 12", or "line 3, column 12" in a template of several lines. */
+  def where(offset: Int): String =
+    val lineStart = text.lastIndexOf('\n', offset - 1) + 1
+    val line = text.substring(0, lineStart).count(_ == '\n') + 1
+    val column = offset - lineStart + 1
+    if line == 1 then s"column $column" else s"line $line, column $column"
+
+  /** The expression's text as written, for messages. */
+  def source(expr: Expr): String = text.substring(expr.from, expr.to)
+
+  private def expression(): Expr =
+    val first = term()
+    skipSpace()
+    if peek() != '+' then first
+    else
+      val parts = Vector.newBuilder[Expr] += first
+      while peek() == '+' do
+        pos += 1
+        parts += term()
+        skipSpace()
+      val all = parts.result()
+      Expr.Concat(all, first.from, all.last.to)
+
+  private def term(): Expr =
+    skipSpace()
+    val start = pos
+    peek() match
+      case '\'' => string()
+      case c if c == '-' || c.isDigit => number()
+      case '(' =>
+        pos += 1
+        val inner = expression()
+        expect(')')
+        inner
+      case c if isNameStart(c) =>
+        while pos < text.length && isNamePart(text.charAt(pos)) do pos += 1
+        val name = text.substring(start, pos)
+        skipSpace()
+        if peek() == '(' then
+          val args = arguments()
+          Expr.Call(name, args, start, pos)
+        else
+          pos = start + name.length
+          Expr.Ref(name, start, pos)
+      case c => fail(s"expected a value at ${where(pos)}, got '$c'")
+
+  private def arguments(): Vector[Expr] =
+    pos += 1 // (
+    skipSpace()
+    if peek() == ')' then
+      pos += 1
+      Vector.empty
+    else
+      val args = Vector.newBuilder[Expr] += expression()
+      skipSpace()
+      while peek() == ',' do
+        pos += 1
+        args += expression()
+        skipSpace()
+      expect(')')
+      args.result()
+
+  private def string(): Expr =
+    val start = pos
+    val value = StringBuilder()
+    pos += 1
+    while
+      if pos >= text.length then fail(s"unterminated string at ${where(start)}")
+      text.charAt(pos) match
+        case '\'' => false
+        case '\\' =>
+          val escaped = if pos + 1 < text.length then text.charAt(pos + 1) else ' '
+          if escaped != '\'' && escaped != '\\' then fail(s"unknown escape \\$escaped at ${where(pos)} (a string knows only \\' and \\\\)")
+          value += escaped
+          pos += 2
+          true
+        case c =>
+          value += c
+          pos += 1
+          true
+    do ()
+    pos += 1
+    Expr.Str(value.toString, start, pos)
+
+  private def number(): Expr =
+    val start = pos
+    pos += 1
+    while pos < text.length && (isNamePart(text.charAt(pos)) || text.charAt(pos) == '.') do pos += 1
+    val literal = text.substring(start, pos)
+    if !literal.matches("-?[0-9]+(\\.[0-9]+)?") then fail(s"bad number '$literal' at ${where(start)}")
+    if !literal.contains('.') && literal.toLongOption.isEmpty then fail(s"number $literal at ${where(start)} is too large")
+    Expr.Num(literal, start, pos)
+
+  private def expect(c: Char): Unit =
+    skipSpace()
+    if peek() != c then fail(s"expected $c at ${where(pos)}, got '${peek()}'")
+    pos += 1
+
+  /** The next character; the end of the text means the interpolation was never closed. */
+  private def peek(): Char =
+    if pos >= text.length then fail(s"unclosed {{ at ${where(open)}")
+    text.charAt(pos)
+
+  private def skipSpace(): Unit =
+    while pos < text.length && text.charAt(pos).isWhitespace do pos += 1
+
+  private def isNameStart(c: Char) = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'
+  private def isNamePart(c: Char) = isNameStart(c) || (c >= '0' && c <= '9')
+
+  private def fail(message: String): Nothing = throw TemplateError(message)
