@@ -5,12 +5,15 @@
 # scheduled sends, ramp time, and the controller's live heap per registered device. Appends a table
 # to BENCHMARKS.md, and a heap histogram of the largest fleet.
 #   bench/scale.sh [SIZES...]     default: 10000 100000 1000000
-# Settings: STEADY (steady state after the ramp, default 3m).
+# Settings: STEADY (steady state after the ramp, default 3m); PROFILE (a device profile, default ap-v1,
+# e.g. bench/profiles/ap-v1-heavy.conf for what templating costs).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sizes=("$@")
 [ $# -gt 0 ] || sizes=(10000 100000 1000000)
 steady="${STEADY:-3m}"
+profile="${PROFILE:-ap-v1}"
+[ ! -f "$profile" ] || profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
 
 (cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
 work="$(mktemp -d)"
@@ -33,13 +36,13 @@ for n in "${sizes[@]}"; do
   url=$(grep -o 'http://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
   ramp_s=$(( n / 10000 + 60 )) # the profile ramps at 10,000 devices/s, as fast as the controller admits them
   total=$(( ramp_s + $(seconds "$steady") ))
-  cmd="./fleetsim run --profile large --controller $url --devices $n --dashboard off --duration ${total}s"
+  cmd="./fleetsim run --profile large --device-profile $profile --controller $url --devices $n --dashboard off --duration ${total}s"
   echo "bench: $cmd" >&2
-  (cd "$work" && ./fleetsim run --profile large --controller "$url" --devices "$n" --dashboard off --duration "${total}s" \
+  (cd "$work" && ./fleetsim run --profile large --device-profile "$profile" --controller "$url" --devices "$n" --dashboard off --duration "${total}s" \
      --results "$results/$n") > "$results/$n.log" 2>&1 &
   launcher=$!
   sleep 2
-  fleet=$(pgrep -f "fleetsim.jar run --profile large --controller $url" | head -1)
+  fleet=$(pgrep -f "fleetsim.jar run --profile large --device-profile $profile --controller $url" | head -1)
   # Steady state: CPU over its first two thirds, then the live heap of both processes.
   sleep "$ramp_s"
   steady_from=$(date +%s%3N); steady_ticks_from=$(awk '{print $14 + $15}' "/proc/$fleet/stat")

@@ -11,7 +11,7 @@ import scala.concurrent.duration.*
 /** `fleetsim controller`: the reference controller in its own process, until Ctrl-C. */
 object ControllerCommand:
   val Flags: Seq[Flag] =
-    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.Profile)
+    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.AgentKeyLifetime, Flag.IotTokens, Flag.Profile)
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("controller", Flags, args) match
@@ -21,7 +21,7 @@ object ControllerCommand:
         given system: ActorSystem[Nothing] = ActorSystem(Behaviors.empty, "fleetsim-controller", config)
         val controller = bindOrExplain(Flag.Port, system)(Controller.start(settings, ssh = true))
         val ssh = controller.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
-        out.println(s"fleetsim controller listening on ${controller.url}$ssh (protocol v1 under /api/v1, admin API under /admin, loopback only)")
+        out.println(s"fleetsim controller listening on ${controller.url}$ssh (protocol v1 under /api/v1, the ap-agent and iot-telemetry dialects under /agent and /iot/v1, admin API under /admin, loopback only)")
         out.println(s"devices get heartbeat every ${settings.heartbeatInterval.toSeconds}s, stats every ${settings.statsInterval.toSeconds}s; Ctrl-C stops")
         out.flush()
         Await.result(system.whenTerminated, Duration.Inf)

@@ -4,7 +4,6 @@ import fleetsim.controller.Controller
 import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.protocol.ApV1
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
 import fleetsim.transport.ssh.SshTunnels
 import fleetsim.transport.{HttpTransport, Tunnels}
@@ -81,7 +80,7 @@ final class FleetRun private (
       yield
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
-          stopReason, controllerUrl, controller.isDefined, settings.transport)
+          stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, byState, Option.when(tunnels.isDefined)(tunnelsUp), snapshot,
           process.sample(), controller.map(_.counts))
         timeseries.close()
@@ -126,15 +125,14 @@ object FleetRun:
         val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
         SshTunnels(ssh, SshdSocketAddress(host, port), settings.http)
       }
-      profile = ApV1(settings.fleet.identity, sshTunnels.flatMap(_.publicKey))
-      metrics = FleetMetrics(profile.kinds, exporters.registry)
+      metrics = FleetMetrics(settings.profile.kinds, exporters.registry)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
       http = HttpTransport(url.authority.host.address, url.effectivePort, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
       tunnels = sshTunnels.map(MeteredTunnels(_, metrics))
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
       wheel = TimingWheel()
-      shared = Device.Shared(profile, settings.device, transport, tunnels, metrics, wheel, random)
+      shared = Device.Shared(settings.profile, settings.device, transport, tunnels, metrics, wheel, random)
       device = (i: Int) => Device.props(i, shared)
       fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)

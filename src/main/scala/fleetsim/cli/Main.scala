@@ -13,10 +13,11 @@ object Main:
       |  run         run a fleet of simulated devices against a controller (the embedded one by default)
       |  controller  run the reference controller alone
       |  report DIR  rebuild DIR/report.html from the run's files in DIR (after a crash, say)
+      |  profile     check a device profile (what its devices would send), or show a built-in one
       |
       |./fleetsim <command> --help lists a command's flags.""".stripMargin
 
-  private val Commands = Seq("run", "controller", "report")
+  private val Commands = Seq("run", "controller", "report", "profile")
 
   def main(args: Array[String]): Unit =
     org.slf4j.LoggerFactory.getILoggerFactory // initialise logging before threads log, or SLF4J warns about replayed calls
@@ -28,6 +29,7 @@ object Main:
       args match
         case "run" :: rest => RunCommand(rest, out, err)
         case "controller" :: rest => ControllerCommand(rest, out, err)
+        case "profile" :: rest => ProfileCommand(rest, out)
         case "report" :: ("--help" | "-h") :: _ => out.println("usage: ./fleetsim report DIR"); 0
         case "report" :: dir :: Nil => report(java.nio.file.Path.of(dir), out)
         case "report" :: _ => throw UsageError("report takes one folder, a run's results (the one with timeseries.jsonl)", "report")
@@ -59,6 +61,7 @@ private[cli] def settingsOf[A](command: String)(read: => A): A =
   catch
     case e: com.typesafe.config.ConfigException => throw UsageError(e.getMessage, command)
     case e: IllegalArgumentException => throw UsageError(e.getMessage.stripPrefix("requirement failed: "), command)
+    case e: fleetsim.profile.ProfileError => throw UsageError(e.getMessage, command)
 
 /** Waits for a server to bind; a taken port becomes a one-line error naming the flag that moves it. */
 private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor.typed.ActorSystem[?])(binding: => scala.concurrent.Future[A]): A =

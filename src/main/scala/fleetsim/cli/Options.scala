@@ -82,6 +82,14 @@ object Flag:
   val DashboardPort = Flag("dashboard-port", "fleetsim.dashboard.port", ValueKind.Port, "port of the dashboard and /metrics")
   val Statsd = Flag("statsd", "fleetsim.metrics.statsd", ValueKind.HostPort, "also push the metrics to a StatsD agent at HOST:PORT")
   val Profile = Flag("profile", "fleetsim.profile", ValueKind.Choice("large"), "a bundle of settings under yours: large (100,000 devices and up)")
+  val DeviceProfile = Flag("device-profile", "fleetsim.device-profile", ValueKind.Text,
+    s"how devices speak to the controller: a built-in profile (${fleetsim.profile.ProfileLoader.BuiltIn.mkString(", ")}) or a profile file")
+  val DevicesCsv = Flag("devices-csv", "fleetsim.fleet.devices-csv", ValueKind.Text,
+    "a CSV of per-device values (tokens, ids) for device profiles that read one, like iot-telemetry")
+  val AgentKeyLifetime = Flag("agent-key-lifetime", "fleetsim.controller.agent-key-lifetime", ValueKind.Duration,
+    "ap-agent dialect: how long a device's key lasts before its calls get 401 (0s: forever)")
+  val IotTokens = Flag("iot-tokens", "fleetsim.controller.iot-tokens", ValueKind.Text,
+    "iot-telemetry dialect: a CSV of provisioned tokens (column token); empty admits any")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
 
 /** What a command line asked for. */

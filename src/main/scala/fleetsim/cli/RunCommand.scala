@@ -16,7 +16,7 @@ import scala.concurrent.{Await, ExecutionContext}
   */
 object RunCommand:
   val Flags: Seq[Flag] = Seq(
-    Flag.Devices, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
+    Flag.Devices, Flag.DeviceProfile, Flag.DevicesCsv, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
     Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.Pipelining, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport,
     Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
     Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile)

@@ -5,8 +5,10 @@ import fleetsim.web.DashboardSettings
 import fleetsim.controller.ControllerSettings
 import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
+import fleetsim.profile.{FleetContext, ProfileLoader, ProfiledDevice}
 import fleetsim.transport.HttpSettings
 import fleetsim.transport.ssh.SshSettings
+import org.apache.sshd.common.config.keys.PublicKeyEntry
 
 import java.nio.file.{Path, Paths}
 import java.time.LocalDateTime
@@ -16,6 +18,7 @@ import scala.concurrent.duration.*
 
 /** Everything a run needs, read from the layered config once.
   *
+  * @param profile the device profile, compiled for this fleet
   * @param controllerUrl None embeds the reference controller
   * @param described the effective `fleetsim` settings as JSON, secrets left out, for config.json
   */
@@ -24,6 +27,7 @@ final case class RunSettings(
     device: DeviceSettings,
     http: HttpSettings,
     ssh: Option[SshSettings],
+    profile: ProfiledDevice,
     controller: ControllerSettings,
     controllerUrl: Option[String],
     resultsDir: Path,
@@ -40,17 +44,23 @@ object RunSettings:
   def apply(config: Config): RunSettings =
     val run = config.getConfig("fleetsim.run")
     val explicitDir = run.getString("results-dir")
+    val fleet = FleetSettings(config)
+    // The command line's transport, else the profile's: the profile is parsed first to know which.
+    val parsed = ProfileLoader.parse(config.getString("fleetsim.device-profile"), config)
+    val ssh = Option(config.getString("fleetsim.fleet.transport")).filter(_.nonEmpty).orElse(parsed.transport).getOrElse("http") match
+      case "http" => None
+      case "ssh" => Some(SshSettings(config))
+      case other => throw IllegalArgumentException(s"fleetsim.fleet.transport must be http or ssh (got '$other')")
+    val sshKey = ssh.map(s => PublicKeyEntry.toString(s.keys.getPublic))
     val resultsDir =
       if explicitDir.nonEmpty then Paths.get(explicitDir)
       else Paths.get(run.getString("results-root"), LocalDateTime.now.format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
     RunSettings(
-      fleet = FleetSettings(config),
+      fleet = fleet,
       device = DeviceSettings(config),
       http = HttpSettings(config),
-      ssh = config.getString("fleetsim.fleet.transport") match
-        case "http" => None
-        case "ssh" => Some(SshSettings(config))
-        case other => throw IllegalArgumentException(s"fleetsim.fleet.transport must be http or ssh (got '$other')"),
+      ssh = ssh,
+      profile = parsed.compile(FleetContext(fleet, sshKey, config)),
       controller = ControllerSettings(config),
       controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/")),
       resultsDir = resultsDir,

@@ -16,6 +16,8 @@ final class Controller private (val registry: Registry, routes: ControllerRoutes
   def address: InetSocketAddress = binding.localAddress
   def url: String = s"http://${address.getHostString}:${address.getPort}"
   def counts: ControllerCounts = routes.counts
+  /** Devices of the ap-agent and iot-telemetry dialects that applied the current config. */
+  def dialectsUpToDate: Int = routes.dialectsUpToDate
 
   /** Stops accepting, and closes open connections and SSH sessions after a short grace period. */
   def stop(): Future[Done] =

@@ -32,8 +32,14 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   /** The registry's tallies plus the SSH server's open sessions. */
   def counts: ControllerCounts = registry.counts.copy(sshSessions = gateway.fold(0)(_.sessions))
 
+  private val dialects = Dialects(registry, settings, (kind: String) => faulty(kind))
+
+  /** Devices of the other dialects (ap-agent, iot-telemetry) that applied the current config. */
+  def dialectsUpToDate: Int = dialects.upToDate
+
   val route: Route = concat(
     pathPrefix("api" / "v1")(extractRequest(r => api(r.attribute(SshGateway.Tunnelled).isDefined))),
+    dialects.route,
     pathPrefix("admin")(loopbackOnly(admin)))
 
   // ---- protocol v1 ----
@@ -71,24 +77,24 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
           if StatsKind.fromKey(kind).isEmpty then complete(StatusCodes.NotFound, s"no stats kind '$kind'")
           else
             (post & faulty(ApiCall.Stats) & joined(ApiCall.Stats, mac) & entity(as[Array[Byte]])) { (_, _) =>
-              registry.countReceived(ApiCall.Stats, tunnelled)
+              registry.countReceived(ApiCall.Stats.key, tunnelled)
               complete(StatusCodes.OK)
             }
         },
         path("config") {
           (get & faulty(ApiCall.Config) & joined(ApiCall.Config, mac)) { _ =>
-            registry.countReceived(ApiCall.Config, tunnelled)
+            registry.countReceived(ApiCall.Config.key, tunnelled)
             complete(HttpEntity(ContentTypes.`application/json`, currentConfig()))
           }
         })
     })
 
   private def accept[A: JsonValueCodec](kind: ApiCall, tunnelled: Boolean, reply: A): Route =
-    registry.countReceived(kind, tunnelled)
+    registry.countReceived(kind.key, tunnelled)
     complete(HttpEntity(ContentTypes.`application/json`, writeToArray(reply)))
 
   private def refuse(kind: ApiCall): StandardRoute =
-    registry.countRefused(kind)
+    registry.countRefused(kind.key)
     complete(StatusCodes.Forbidden)
 
   /** The device's record, or 403 when it has not joined or is forbidden: it must join (again). */
@@ -97,16 +103,24 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
       case Some(device) => provide(device)
       case None => StandardRoute.toDirective(refuse(kind))
 
-  /** Applies the fault switches: added latency first, then an injected 500 at the error rate. */
-  private def faulty(kind: ApiCall): Directive0 =
+  /** Applies the fault switches: added latency first, then an injected 500 at the error rate, then
+    * a 429 with Retry-After at the throttle rate.
+    */
+  private def faulty(kind: ApiCall): Directive0 = faulty(kind.key)
+
+  private def faulty(kind: String): Directive0 =
     val f = faults
     val delayed: Directive0 =
       if f.latencyMs == 0 then pass
       else onSuccess(after(f.latencyMs.millis)(Future.unit))
     delayed.tflatMap { _ =>
-      if f.errorRate > 0 && ThreadLocalRandom.current().nextDouble() < f.errorRate then
+      val dice = ThreadLocalRandom.current().nextDouble()
+      if f.errorRate > 0 && dice < f.errorRate then
         registry.countInjectedError(kind)
         StandardRoute.toDirective(complete(StatusCodes.InternalServerError, "injected fault"))
+      else if f.throttleRate > 0 && dice < f.errorRate + f.throttleRate then
+        registry.countInjectedError(kind)
+        StandardRoute.toDirective(complete(HttpResponse(StatusCodes.TooManyRequests, Seq(headers.RawHeader("Retry-After", f.retryAfterS.toString)))))
       else pass
     }
 
@@ -155,7 +169,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
             faults = readFromArray[Faults](body)
             complete(json(faults))
           catch
-            case e: JsonReaderException => complete(StatusCodes.BadRequest, s"expected {errorRate, latencyMs}: ${e.getMessage}")
+            case e: JsonReaderException => complete(StatusCodes.BadRequest, s"expected {errorRate, latencyMs, throttleRate, retryAfterS}: ${e.getMessage}")
             case e: IllegalArgumentException => complete(StatusCodes.BadRequest, e.getMessage)
         })
     })

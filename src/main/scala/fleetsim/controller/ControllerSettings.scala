@@ -17,7 +17,10 @@ final case class ControllerSettings(
     sshPort: Int,
     sshIdleTimeout: FiniteDuration,
     sshPassword: Option[String],
-    stateDir: Path):
+    stateDir: Path,
+    agentSecret: String,
+    agentKeyLifetime: FiniteDuration,
+    iotTokens: Option[Path]):
   require(port >= 0 && port <= 65535, "the controller port must be between 0 and 65535")
   require(heartbeatInterval >= 1.second, "the heartbeat interval must be at least 1s")
   require(statsInterval >= 1.second, "the stats interval must be at least 1s")
@@ -26,7 +29,10 @@ final case class ControllerSettings(
   require(sshPort >= 0 && sshPort <= 65535, "the controller's SSH port must be between 0 and 65535")
   require(sshIdleTimeout > Duration.Zero, "fleetsim.controller.ssh-idle-timeout must be positive")
 
-  override def toString: String = s"ControllerSettings($host:$port, ssh port $sshPort, state in $stateDir)" // no password
+  require(agentKeyLifetime >= Duration.Zero, "fleetsim.controller.agent-key-lifetime must not be negative")
+  require(iotTokens.forall(java.nio.file.Files.isReadable(_)), s"fleetsim.controller.iot-tokens: cannot read ${iotTokens.getOrElse("")}")
+
+  override def toString: String = s"ControllerSettings($host:$port, ssh port $sshPort, state in $stateDir)" // no password, no secret
 
 object ControllerSettings:
   def apply(config: Config): ControllerSettings =
@@ -41,4 +47,7 @@ object ControllerSettings:
       sshPort = c.getInt("ssh-port"),
       sshIdleTimeout = c.finiteDuration("ssh-idle-timeout"),
       sshPassword = Option(c.getString("ssh-password")).filter(_.nonEmpty),
-      stateDir = Paths.get(c.getString("state-dir")))
+      stateDir = Paths.get(c.getString("state-dir")),
+      agentSecret = c.getString("agent-secret"),
+      agentKeyLifetime = c.finiteDuration("agent-key-lifetime"),
+      iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(Paths.get(_)))

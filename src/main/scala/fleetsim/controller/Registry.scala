@@ -35,10 +35,11 @@ final class Registry:
   private val devices = ConcurrentHashMap[String, DeviceRecord]()
   private val forbidden = ConcurrentHashMap.newKeySet[String]()
   private val seq = AtomicLong(1)
-  private val received = ApiCall.values.map(_ => LongAdder())
-  private val refused = ApiCall.values.map(_ => LongAdder())
-  private val injectedErrors = ApiCall.values.map(_ => LongAdder())
-  private val tunnelled = ApiCall.values.map(_ => LongAdder())
+  // By message kind: protocol v1's calls, and the kinds of the other dialects' profiles.
+  private val received = Tally()
+  private val refused = Tally()
+  private val injectedErrors = Tally()
+  private val tunnelled = Tally()
   private val forwardsRefused = LongAdder()
 
   def configSeq: Long = seq.get
@@ -68,17 +69,25 @@ final class Registry:
   def registered: Int = devices.size
   def forbiddenCount: Int = forbidden.size
 
-  def countReceived(kind: ApiCall, throughTunnel: Boolean): Unit =
-    received(kind.ordinal).increment()
-    if throughTunnel then tunnelled(kind.ordinal).increment()
+  def countReceived(kind: String, throughTunnel: Boolean = false): Unit =
+    received.add(kind)
+    if throughTunnel then tunnelled.add(kind)
   def countForwardRefused(): Unit = forwardsRefused.increment()
-  def countRefused(kind: ApiCall): Unit = refused(kind.ordinal).increment()
-  def countInjectedError(kind: ApiCall): Unit = injectedErrors(kind.ordinal).increment()
+  def countRefused(kind: String): Unit = refused.add(kind)
+  def countInjectedError(kind: String): Unit = injectedErrors.add(kind)
 
   def counts: ControllerCounts =
-    def byKind(tallies: Array[LongAdder]) = ListMap.from(ApiCall.values.map(k => k.key -> tallies(k.ordinal).sum))
-    ControllerCounts(registered, forbiddenCount, configSeq, byKind(received), byKind(tunnelled), byKind(refused), byKind(injectedErrors),
+    ControllerCounts(registered, forbiddenCount, configSeq, received.sums, tunnelled.sums, refused.sums, injectedErrors.sums,
       forwardsRefused.sum)
+
+/** Counts by name; protocol v1's kinds always listed, in their order, so a zero shows. */
+private final class Tally:
+  private val counts = ConcurrentHashMap[String, LongAdder]()
+  ApiCall.values.foreach(k => counts.put(k.key, LongAdder()))
+  def add(kind: String): Unit = counts.computeIfAbsent(kind, _ => LongAdder()).increment()
+  def sums: Map[String, Long] =
+    val v1 = ApiCall.values.map(_.key)
+    ListMap.from((v1 ++ counts.keySet.asScala.toSeq.filterNot(v1.contains).sorted).map(k => k -> counts.get(k).sum))
 
 /** The controller's tallies by message kind: `received` counts calls answered 200, `tunnelled` the
   * part of those that came through an SSH tunnel.
@@ -94,7 +103,11 @@ final case class ControllerCounts(
     forwardsRefused: Long,
     sshSessions: Int = 0)
 
-/** Fault switches, flipped at run time through the admin API. */
-final case class Faults(errorRate: Double = 0, latencyMs: Long = 0):
+/** Fault switches, flipped at run time through the admin API: added latency, injected 500s, and
+  * 429s that ask the device to come back after `retryAfterS`.
+  */
+final case class Faults(errorRate: Double = 0, latencyMs: Long = 0, throttleRate: Double = 0, retryAfterS: Int = 1):
   require(errorRate >= 0 && errorRate <= 1, "errorRate must be between 0 and 1")
+  require(throttleRate >= 0 && errorRate + throttleRate <= 1, "throttleRate must be between 0 and 1 - errorRate")
   require(latencyMs >= 0, "latencyMs must not be negative")
+  require(retryAfterS >= 0, "retryAfterS must not be negative")

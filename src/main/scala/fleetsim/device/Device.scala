@@ -232,6 +232,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     var i = 0
     while i < profile.messages.size do
       registers(Registers.failures(i)) = 0
+      registers(Registers.seq(i)) = 0
       // Random phase: a fleet that joined together must not report together.
       registers(Registers.dueAt(i)) = schedule(due(i), (interval(i) * random.nextDouble()).toLong.nanos)
       i += 1
@@ -241,6 +242,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private def sendMessage(i: Int): Unit =
     val message = profile.messages(i)
     registers(Registers.dueAt(i)) = scheduleNext(i, registers(Registers.dueAt(i)))
+    registers(Registers.seq(i)) += 1
     message.calls.foreach(send(channel, _))
 
   /** Runs the first trigger that is due, if any (the device is behind); says whether one runs. */

@@ -29,14 +29,16 @@ trait DeviceProfile:
   /** A 403 from any call: forget what the session kept (configuration applied included). */
   def forget(device: DeviceScope): Unit
 
-/** Where a device keeps its numbers: first its own schedule per message, then the profile's. */
+/** Where a device keeps its numbers: first its own three per message, then the profile's. */
 object Registers:
   /** When message `i` is next due, on the device's clock. */
-  def dueAt(i: Int): Int = 2 * i
+  def dueAt(i: Int): Int = 3 * i
   /** Failed sends of message `i` in a row. */
-  def failures(i: Int): Int = 2 * i + 1
+  def failures(i: Int): Int = 3 * i + 1
+  /** Rounds of message `i` sent this session, the one being rendered included (a template's `seq`). */
+  def seq(i: Int): Int = 3 * i + 2
   /** The first register a profile may use. */
-  def profileBase(messages: Int): Int = 2 * messages
+  def profileBase(messages: Int): Int = 3 * messages
 
 /** One call a profile can make: what it sends, and what its reply means to the device. */
 trait Call:

@@ -1,12 +1,12 @@
 package fleetsim.fleet
 
 import com.typesafe.config.Config
-import fleetsim.protocol.Identity
 
 import fleetsim.finiteDuration
 import scala.concurrent.duration.*
 
-/** What fleet to run: how many devices, how fast they start, for how long, and who they are.
+/** What fleet to run: how many devices, how fast they start, for how long, and their MACs (the rest
+  * of who they are is the device profile's).
   *
   * @param duration None runs until stopped
   */
@@ -14,19 +14,13 @@ final case class FleetSettings(
     devices: Int,
     rampRate: Double,
     duration: Option[FiniteDuration],
-    macBase: Long,
-    model: String,
-    firmware: String):
+    macBase: Long):
   require(devices >= 1, s"fleetsim.fleet.devices must be at least 1 (got $devices)")
   require(rampRate > 0, s"fleetsim.fleet.ramp-rate must be positive (got $rampRate)")
   require(macBase + devices <= FleetSettings.MaxMac, "fleetsim.fleet.mac-base plus the number of devices runs past ff:ff:ff:ff:ff:ff")
 
-  /** Device i's identity: MAC = base + i, a serial from i, the fleet's model and firmware. Devices
-    * derive it whenever they need it rather than keep it, so it is quick to make.
-    */
-  def identity(i: Int): Identity =
-    val digits = Integer.toString(i)
-    Identity(FleetSettings.formatMac(macBase + i), "FS" + "0000000000".substring(digits.length.min(10)) + digits, model, firmware)
+  /** Device i's MAC: the base plus i. Derived whenever it is needed rather than kept, so quick to make. */
+  def mac(i: Int): String = FleetSettings.formatMac(macBase + i)
 
 object FleetSettings:
   private val MaxMac = 0xffffffffffffL
@@ -39,9 +33,7 @@ object FleetSettings:
       devices = c.getInt("devices"),
       rampRate = c.getDouble("ramp-rate"),
       duration = Option.when(duration > Duration.Zero)(duration),
-      macBase = parseMac(c.getString("mac-base")),
-      model = c.getString("model"),
-      firmware = c.getString("firmware"))
+      macBase = parseMac(c.getString("mac-base")))
 
   def parseMac(text: String): Long =
     val parts = text.split(':')

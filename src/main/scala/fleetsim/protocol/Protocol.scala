@@ -4,9 +4,6 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.transport.SshEndpoint
 
-/** Who a device is: what it says at join. */
-final case class Identity(mac: String, serial: String, model: String, firmware: String)
-
 /** Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange.
   *
   * @param sshKey the device's SSH public key (OpenSSH format), sent when it will open a tunnel

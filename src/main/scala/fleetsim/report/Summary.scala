@@ -27,7 +27,8 @@ final case class RunInfo(
     stopReason: String,
     controllerUrl: String,
     controllerEmbedded: Boolean,
-    transport: String)
+    transport: String,
+    deviceProfile: String)
 final case class DevicesSummary(target: Int, started: Int, byState: Map[String, Long])
 final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Long, failures: Map[String, Long])
 final case class LatencySummary(p50: Double, p99: Double, max: Double)

@@ -1,9 +1,12 @@
 package fleetsim.device
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
+import fleetsim.fleet.FleetSettings
+import fleetsim.profile.{FleetContext, ProfileLoader}
 import fleetsim.protocol.*
 import fleetsim.transport.{FailureReason, MessageKind, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
+import org.apache.pekko.util.ByteString
 import org.apache.pekko.actor.testkit.typed.scaladsl.{ScalaTestWithActorTestKit, TestProbe}
 import org.apache.pekko.actor.typed.ActorRef
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
@@ -32,7 +35,11 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     pass(d)
     probe.expectNoMessage(50.millis)
   private val settings = DeviceSettings(maxLostHeartbeats = 3, jitter = 0.1, backoff = BackoffSettings(1.second, 60.seconds))
-  private val identity = Identity("02:00:00:00:00:07", "FS0000000007", "FS-AP-100", "1.0.0")
+  /** Device 7 of a fleet of ap-v1 access points: who it says it is at join. */
+  private val identity = JoinRequest("02:00:00:00:00:07", "FS0000000007", "FS-AP-100", "1.0.0")
+  private def apV1(sshKey: Option[String]) =
+    val config = com.typesafe.config.ConfigFactory.load()
+    ProfileLoader.load("ap-v1", FleetContext(FleetSettings(config), sshKey, config))
   /** Always 0.5: phases land mid-interval, jitter is zero, a backoff is half its ceiling. */
   private val half: RandomGenerator = () => Long.MinValue // nextDouble() takes the top 53 bits: 0.5
 
@@ -82,7 +89,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(ApV1(_ => identity, tunnels.flatMap(_.publicKey)), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey)), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -118,11 +125,11 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     /** Steps time 100 ms at a time until `probe` gets something: how much time that took. For a
       * retry whose timer the device sets on a reply, with nothing visible to wait on first.
       */
-    def timeUntil[A](probe: TestProbe[A]): (FiniteDuration, A) =
-      Iterator.iterate(100.millis)(_ + 100.millis).takeWhile(_ <= 10.seconds).map { elapsed =>
-        pass(100.millis)
+    def timeUntil[A](probe: TestProbe[A], step: FiniteDuration = 100.millis, max: FiniteDuration = 10.seconds): (FiniteDuration, A) =
+      Iterator.iterate(step)(_ + step).takeWhile(_ <= max).map { elapsed =>
+        pass(step)
         elapsed -> scala.util.Try(probe.receiveMessage(200.millis)).toOption
-      }.collectFirst { case (elapsed, Some(got)) => elapsed -> got }.getOrElse(fail("nothing within 10 s"))
+      }.collectFirst { case (elapsed, Some(got)) => elapsed -> got }.getOrElse(fail(s"nothing within $max"))
 
     /** Joins with config seq 1 and downloads it: the device ends up Reporting with seq 1. */
     def joinAndDownload(heartbeatS: Int = 10, statsS: Int = 1000): Unit =
@@ -138,7 +145,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   "A device" should {
     "join, download the announced config and report it in its heartbeats" in new Fixture:
       val join = nextCall(ApiCall.Join)
-      assert(join.bodyAs[JoinRequest] == JoinRequest(identity.mac, identity.serial, identity.model, identity.firmware))
+      assert(join.bodyAs[JoinRequest] == identity.copy(sshKey = Some(""))) // no tunnels, no key
       join.ok(JoinReply(10, 30, configSeq = 1))
       expectMove(Discovering, ConfigDownloading)
       val download = nextCall(ApiCall.Config)
@@ -193,6 +200,22 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       pass(15.seconds)
       nextCall(ApiCall.Stats).answer(Forbidden)
       expectMove(Reporting, Discovering)
+
+    "authenticate again on 401, keeping the config it applied" in new Fixture:
+      joinAndDownload()
+      heartbeatDue().answer(Reply.Response(401, Array.emptyByteArray))
+      expectMove(Reporting, Discovering)
+      nextCall(ApiCall.Join).ok(JoinReply(10, 30, configSeq = 1))
+      expectMove(Discovering, Reporting) // seq 1 still applied: no download
+
+    "wait what Retry-After says when the controller answers 429, not its interval" in new Fixture:
+      joinAndDownload()
+      val throttled = ByteString("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 25")
+      heartbeatDue().answer(Reply.Response(429, Array.emptyByteArray, throttled))
+      val (after, next) = timeUntil(calls, step = 1.second, max = 40.seconds)
+      assert(next.request.kind.key == ApiCall.Heartbeat.key)
+      assert(after >= 25.seconds && after <= 26.seconds) // not 10 s later, when it was due; a step late at most
+      moves.expectNoMessage(50.millis) // still Reporting: a pause is not a failure
 
     "back off after the configured number of heartbeats lost in a row, not before" in new Fixture:
       joinAndDownload()

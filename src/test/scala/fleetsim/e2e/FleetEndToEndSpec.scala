@@ -92,7 +92,7 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         withFleet(c) { (run, admin) =>
           allReporting(run)
-          val mac = run.settings.fleet.identity(7).mac
+          val mac = run.settings.fleet.mac(7)
           admin.send("POST", s"/admin/devices/$mac/forbid")
           eventually {
             assert(run.metrics.devicesByState(Discovering) == 1)

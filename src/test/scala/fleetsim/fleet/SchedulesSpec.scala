@@ -16,12 +16,11 @@ class SchedulesSpec extends AnyWordSpec:
     }
   }
 
-  "FleetSettings.identity" should {
+  "FleetSettings.mac" should {
     "give device i the base MAC plus i, carrying across bytes" in {
-      val fleet = FleetSettings(1000, 100, None, FleetSettings.parseMac("02:00:00:00:00:ff"), "M", "F")
-      assert(fleet.identity(0).mac == "02:00:00:00:00:ff")
-      assert(fleet.identity(1).mac == "02:00:00:00:01:00")
-      assert(fleet.identity(1).serial == "FS0000000001")
+      val fleet = FleetSettings(1000, 100, None, FleetSettings.parseMac("02:00:00:00:00:ff"))
+      assert(fleet.mac(0) == "02:00:00:00:00:ff")
+      assert(fleet.mac(1) == "02:00:00:00:01:00")
     }
     "refuse a MAC base that is not six hex bytes" in {
       val e = intercept[IllegalArgumentException](FleetSettings.parseMac("02:00:00"))

@@ -1,0 +1,62 @@
+package fleetsim.cli
+
+import com.typesafe.config.ConfigFactory
+import fleetsim.device.{Call, DeviceProfile, DeviceScope, DeviceState}
+import fleetsim.fleet.FleetSettings
+import fleetsim.profile.{FleetContext, ProfileLoader}
+
+import java.io.PrintStream
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.SplittableRandom
+import java.util.random.RandomGenerator
+
+/** `fleetsim profile check NAME|FILE` validates a device profile and prints what device 0 and
+  * device 1 would send, sending nothing; `fleetsim profile show NAME` prints a built-in profile as a
+  * starting point for your own.
+  */
+object ProfileCommand:
+  val Usage: String =
+    s"""usage: ./fleetsim profile check NAME|FILE   validate a device profile; print device 0's and 1's calls, send nothing
+       |       ./fleetsim profile show NAME         print a built-in profile (${ProfileLoader.BuiltIn.mkString(", ")})""".stripMargin
+
+  def apply(args: List[String], out: PrintStream): Int = args match
+    case ("--help" | "-h") :: _ => out.println(Usage); 0
+    case "show" :: name :: Nil =>
+      val text = ProfileLoader.builtInText(name).getOrElse(throw UsageError(
+        s"no built-in profile '$name'${Options.suggest(name, ProfileLoader.BuiltIn).replace("--", "")}; there are ${ProfileLoader.BuiltIn.mkString(", ")}", "profile"))
+      out.print(text)
+      0
+    case "check" :: nameOrFile :: Nil =>
+      val config = ConfigFactory.load()
+      val fleet = settingsOf("profile")(FleetSettings(config)).copy(devices = 2)
+      val profile = settingsOf("profile")(ProfileLoader.load(nameOrFile, FleetContext(fleet, Some("ssh-ed25519 AAAA... (the run's key)"), config)))
+      out.println(s"fleetsim: $nameOrFile is a valid device profile: message kinds ${profile.kinds.map(_.key).mkString(", ")}; " +
+        s"${profile.registers} numbers and ${profile.texts} texts kept per device")
+      out.println("(what replies would have set shows as its default: nothing was sent)")
+      for number <- 0 to 1 do
+        out.println()
+        out.println(s"device $number:")
+        val device = Specimen(number, profile)
+        def show(call: Call, when: String): Unit =
+          val request = call.render(device)
+          out.println(s"  ${request.kind.key} ($when): ${request.method} ${request.path}")
+          String(request.headers, UTF_8).split("\r\n").filter(_.nonEmpty).foreach(h => out.println(s"    $h"))
+          if request.body.nonEmpty then out.println(s"    ${String(request.body, UTF_8)}")
+        show(profile.join, "first")
+        profile.messages.zipWithIndex.foreach { (m, i) =>
+          device.registers(fleetsim.device.Registers.seq(i)) = 1
+          m.calls.foreach(show(_, s"every ${m.interval(device) / 1_000_000_000L} s"))
+        }
+        profile.triggers.foreach(_.calls.foreach(show(_, "when behind")))
+      0
+    case _ => throw UsageError("profile takes check NAME|FILE or show NAME", "profile")
+
+  /** A device as `check` shows it: Reporting, just started, nothing kept yet. */
+  private final class Specimen(val number: Int, profile: DeviceProfile) extends DeviceScope:
+    def state: DeviceState = DeviceState.Reporting
+    def uptimeS: Long = 0
+    def now: Long = 0
+    val random: RandomGenerator = SplittableRandom(number)
+    val registers: Array[Long] = new Array[Long](profile.registers)
+    val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
+    profile.forget(this) // every kept value at its default

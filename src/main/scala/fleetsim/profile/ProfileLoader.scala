@@ -1,0 +1,519 @@
+package fleetsim.profile
+
+import com.github.plokhotnyuk.jsoniter_scala.core.{JsonReader, JsonReaderException, JsonValueCodec, JsonWriter, readFromString}
+import com.typesafe.config.*
+import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
+import fleetsim.fleet.FleetSettings
+import fleetsim.transport.MessageKind
+
+import java.io.File
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
+import java.nio.file.{Files, Path}
+import java.util.SplittableRandom
+import java.util.random.RandomGenerator
+import java.util.regex.{Pattern, PatternSyntaxException}
+import scala.collection.mutable
+import scala.jdk.CollectionConverters.*
+
+/** A mistake in a device profile: one line that says where (file:line), what, and how to fix it. */
+final class ProfileError(message: String) extends Exception(message)
+
+/** What a profile is compiled for: who the devices are, and what the run gives them.
+  *
+  * @param settings the run's layered config: a profile may use its values (`${fleetsim.fleet.model}`)
+  * @param sshKey the fleet's SSH public key, sent at join when devices tunnel (a template's `sshKey`)
+  */
+final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], settings: Config)
+
+/** Reads device profiles — HOCON files describing a controller's API (README, "Device profiles") —
+  * into a [[ProfiledDevice]]. Everything is checked and compiled here, once: a bad profile never
+  * reaches a device.
+  */
+object ProfileLoader:
+  /** The profiles inside fleetsim, by name: `--device-profile ap-v1`. */
+  val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "iot-telemetry")
+
+  private def resource(name: String) = s"fleetsim/device-profiles/$name.conf"
+
+  /** The text of a built-in profile, for `profile show`. */
+  def builtInText(name: String): Option[String] =
+    Option(getClass.getClassLoader.getResourceAsStream(resource(name))).filter(_ => BuiltIn.contains(name)).map { in =>
+      try String(in.readAllBytes(), UTF_8) finally in.close()
+    }
+
+  /** A profile read but not compiled yet: what the run needs to know before it can compile it. */
+  final class Parsed private[ProfileLoader] (val name: String, config: Config, base: Option[Path]):
+    /** The transport the profile asks for, if any (checked when compiled). */
+    def transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport").unwrapped).collect { case s: String => s }
+    def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base).profile
+
+  /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
+  def parse(nameOrFile: String, settings: Config): Parsed =
+    val (parsed, base) =
+      if BuiltIn.contains(nameOrFile) then
+        ConfigFactory.parseResources(resource(nameOrFile), ConfigParseOptions.defaults.setAllowMissing(false)) -> None
+      else
+        val file = File(nameOrFile)
+        if !file.isFile then
+          val hint = fleetsim.Suggest.closest(nameOrFile, BuiltIn).fold("")(n => s" (did you mean $n?)")
+          throw ProfileError(s"no device profile '$nameOrFile'$hint: name a file, or one of the built-in profiles ${BuiltIn.mkString(", ")}")
+        try ConfigFactory.parseFile(file, ConfigParseOptions.defaults.setAllowMissing(false)) -> Option(file.getAbsoluteFile.getParentFile)
+        catch case e: ConfigException => throw ProfileError(s"${e.getMessage.replaceFirst("^(.*?): ", "$1: ")} (not valid HOCON)")
+    // Resolved with the run's settings under it, then cut back to the profile's own keys
+    // (resolveWith cannot resolve `key = ${?ENV}` overriding an earlier value).
+    val resolved =
+      try
+        val merged = parsed.withFallback(settings).resolve()
+        parsed.root.keySet.asScala.foldLeft(ConfigFactory.empty)((own, key) => own.withFallback(merged.withOnlyPath(ConfigUtil.quoteString(key))))
+      catch
+        case e: ConfigException =>
+          throw ProfileError(s"${e.getMessage.linesIterator.next().take(300)} (a $${...} must name a setting, or use $${?NAME} for an optional environment variable)")
+    new Parsed(nameOrFile, resolved, base.map(_.toPath))
+
+  def load(nameOrFile: String, context: FleetContext): ProfiledDevice = parse(nameOrFile, context.settings).compile(context)
+
+  // ---- the compiler: one profile, read once ----
+
+  private final class Compiler(root: Config, context: FleetContext, base: Option[Path]):
+    private val functions = Template.functions
+    private val slots = Slots()
+
+    private def where(value: ConfigValue): String =
+      val origin = value.origin
+      val file = Option(origin.filename).orElse(Option(origin.resource)).orElse(Option(origin.url).map(_.toString)).getOrElse(origin.description)
+      if origin.lineNumber > 0 then s"$file:${origin.lineNumber}" else file
+    private def fail(value: ConfigValue, message: String): Nothing = throw ProfileError(s"${where(value)}: $message")
+    private def failAt(config: Config, path: String, message: String): Nothing = fail(config.getValue(path), message)
+
+    /** The keys of a block, each checked against the ones it may have. */
+    private def keysOf(block: ConfigObject, allowed: Set[String], what: String): Seq[String] =
+      val keys = block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber)
+      for key <- keys if !allowed(key) do
+        val hint = fleetsim.Suggest.closest(key, allowed.toSeq).fold("")(k => s" (did you mean $k?)")
+        fail(block.get(key), s"unknown key '$key' in $what$hint; it may have ${allowed.toSeq.sorted.mkString(", ")}")
+      keys
+
+    private def obj(config: Config, path: String, what: String): ConfigObject = config.getValue(path) match
+      case o: ConfigObject => o
+      case v => fail(v, s"$what must be a block { ... }")
+
+    private def string(config: Config, path: String): String =
+      try config.getString(path)
+      catch case _: ConfigException.WrongType => failAt(config, path, s"$path must be one value, like \"text\"")
+
+    private val top = keysOf(root.root, Set("name", "transport", "identity", "constants", "join", "messages", "triggers", "ssh", "reactions"),
+      "a device profile")
+
+    val name: String = if root.hasPath("name") then string(root, "name") else "profile"
+    val transport: Option[String] = Option.when(root.hasPath("transport"))(string(root, "transport")).map { t =>
+      if t != "http" && t != "ssh" then failAt(root, "transport", s"transport must be http or ssh (got '$t')")
+      t
+    }
+
+    // ---- who the devices are ----
+
+    /** Values every template may use as they are. */
+    private val constants: Map[String, String] =
+      if !root.hasPath("constants") then Map.empty
+      else obj(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
+
+    private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(Csv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
+
+    /** Identity fields: rendered per device from its number, with a random stable per device. */
+    private val identityFields: Map[String, Variable[CallScope]] =
+      val fields = mutable.LinkedHashMap.empty[String, Variable[IdentityScope]]
+      fields("number") = (s, out) => out.append(s.number)
+      fields("mac") = (s, out) => out.append(context.fleet.mac(s.number))
+      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex do fields(column) = (s, out) => out.append(c.rows(s.number)(i))
+      for (k, v) <- constants do fields(k) = (_, out) => out.append(v)
+      if root.hasPath("identity") then
+        val block = obj(root, "identity", "identity")
+        for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
+          fields(key) = identityField(key, block.get(key), fields.toMap)
+      fields.toMap.map { (name, field) =>
+        val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
+        name -> onCall
+      }
+
+    private def identityField(name: String, value: ConfigValue, earlier: Map[String, Variable[IdentityScope]]): Variable[IdentityScope] =
+      value match
+        case o: ConfigObject =>
+          val picks = o.toConfig
+          keysOf(o, Set("pick"), s"identity.$name")
+          val weights = obj(picks, "pick", s"identity.$name.pick").asScala.toSeq.map { (choice, w) =>
+            val weight = w.unwrapped match
+              case n: Number if n.doubleValue > 0 => n.doubleValue
+              case _ => fail(w, s"identity.$name.pick: the weight of '$choice' must be a number above 0")
+            choice -> weight
+          }.sortBy(_._1)
+          if weights.isEmpty then fail(o, s"identity.$name.pick needs at least one choice, like { \"A\" = 3, \"B\" = 1 }")
+          val total = weights.map(_._2).sum
+          val cumulative = weights.map(_._2).scanLeft(0.0)(_ + _).tail.map(_ / total).toArray
+          val choices = weights.map(_._1).toArray
+          (s, out) =>
+            val u = s.random.nextDouble()
+            var i = 0
+            while i < cumulative.length - 1 && u >= cumulative(i) do i += 1
+            out.append(choices(i))
+        case v =>
+          val template = compile[IdentityScope](String.valueOf(v.unwrapped), v, earlier, Escape.None, s"identity.$name")
+          (s, out) => template.render(s, out)
+
+    // ---- what devices keep ----
+
+    private final case class Declared(slot: Slot, explicitDefault: Boolean, keptAtJoin: Boolean)
+    private val declared = mutable.LinkedHashMap.empty[String, Declared]
+    private var numbers = 0
+    private var texts = 0
+
+    private def messageBlocks: Seq[(String, ConfigObject)] =
+      if !root.hasPath("messages") then Nil
+      else
+        val block = obj(root, "messages", "messages")
+        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"messages.$k"))
+
+    private def triggerBlocks: Seq[(String, ConfigObject)] =
+      if !root.hasPath("triggers") then Nil
+      else
+        val block = obj(root, "triggers", "triggers")
+        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"triggers.$k"))
+
+    /** The call blocks of a message or trigger: itself, or each entry of its `requests`/`calls` list. */
+    private def callBlocks(block: ConfigObject, list: String, what: String): Seq[ConfigObject] =
+      Option(block.get(list)) match
+        case Some(l: ConfigList) =>
+          if l.isEmpty then fail(l, s"$what.$list needs at least one request")
+          l.asScala.toSeq.map {
+            case o: ConfigObject => o
+            case v => fail(v, s"each of $what.$list is a block { method, path, ... }")
+          }
+        case Some(v) => fail(v, s"$what.$list must be a list [ { ... }, ... ]")
+        case None => Seq(block)
+
+    // Declares every kept value before any template is compiled, so that templates can name them.
+    private val profileBase: Int =
+      Option.when(root.hasPath("join"))(obj(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
+      for (name, m) <- messageBlocks; c <- callBlocks(m, "requests", s"messages.$name") do declareKeeps(c, s"messages.$name", atJoin = false)
+      for (name, t) <- triggerBlocks; c <- callBlocks(t, "calls", s"triggers.$name") do declareKeeps(c, s"triggers.$name", atJoin = false)
+      Registers.profileBase(messageBlocks.size)
+
+    private def declareKeeps(call: ConfigObject, what: String, atJoin: Boolean): Unit =
+      Option(call.get("keep")).foreach {
+        case keep: ConfigObject =>
+          for key <- keep.keySet.asScala.toSeq.sortBy(k => keep.get(k).origin.lineNumber) do
+            val spec = keep.get(key) match
+              case o: ConfigObject => o
+              case v => fail(v, s"$what.keep.$key must be a block, like { json = \"/token\" }")
+            keysOf(spec, Set("json", "regex", "header", "type", "default"), s"$what.keep.$key")
+            declare(key, spec, atJoin, s"$what.keep.$key")
+        case v => fail(v, s"$what.keep must be a block of values to keep, like { token { json = \"/token\" } }")
+      }
+
+    private def declare(name: String, spec: ConfigObject, atJoin: Boolean, what: String): Slot =
+      val c = spec.toConfig
+      val number = !c.hasPath("type") || (string(c, "type") match
+        case "number" => true
+        case "text" => false
+        case other => failAt(c, "type", s"$what.type must be number or text (got '$other')"))
+      val default = if c.hasPath("default") then String.valueOf(c.getValue("default").unwrapped) else if number then "0" else ""
+      if number && c.hasPath("default") && ProfileValues.parseLong(default) == null then
+        failAt(c, "default", s"$what.default must be a whole number, as the value is a number (or say type = text)")
+      declared.get(name) match
+        case Some(known) =>
+          if known.slot.number != number then
+            fail(spec, s"'$name' is kept as a ${if known.slot.number then "number" else "text"} elsewhere: give it one type everywhere")
+          declared(name) = known.copy(explicitDefault = known.explicitDefault || c.hasPath("default"), keptAtJoin = known.keptAtJoin || atJoin)
+          known.slot
+        case None =>
+          val slot = if number then { numbers += 1; Slot(name, true, -numbers, default) } else { texts += 1; Slot(name, false, texts - 1, default) }
+          declared(name) = Declared(slot, c.hasPath("default"), atJoin)
+          slot
+
+    /** A value the device sets itself (a trigger's `than`), unless a reply keeps it too; it starts at its default. */
+    private def own(name: String, like: Slot): Slot =
+      declared.get(name).map { d =>
+        declared(name) = d.copy(explicitDefault = true)
+        d.slot
+      }.getOrElse {
+        val slot = if like.number then { numbers += 1; Slot(name, true, -numbers, "0") } else { texts += 1; Slot(name, false, texts - 1, "") }
+        declared(name) = Declared(slot, explicitDefault = true, keptAtJoin = false)
+        slot
+      }
+
+    private def slotNamed(config: Config, path: String, what: String): Slot =
+      val name = string(config, path)
+      declared.get(name).map(_.slot).getOrElse {
+        val hint = fleetsim.Suggest.closest(name, declared.keys.toSeq).fold("")(k => s" (did you mean $k?)")
+        failAt(config, path, s"$what names '$name', which no reply keeps$hint; declare it in a keep block")
+      }
+
+    // ---- the calls ----
+
+    private val kinds = mutable.ArrayBuffer.empty[MessageKind]
+    private def kind(name: String, periodic: Boolean, at: ConfigValue): MessageKind =
+      if kinds.exists(_.key == name) then fail(at, s"two calls are named '$name': message kinds must be unique")
+      val k = MessageKind(name, kinds.size, periodic)
+      kinds += k
+      k
+
+    private val reactions: Map[Int, Reaction] =
+      val defaults = Map(401 -> Reaction.Reauthenticate, 403 -> Reaction.Rejoin, 429 -> Reaction.RetryAfter, 503 -> Reaction.RetryAfter)
+      if !root.hasPath("reactions") then defaults
+      else
+        val block = obj(root, "reactions", "reactions")
+        defaults ++ block.asScala.map { (status, v) =>
+          val code = status.toIntOption.filter(s => s >= 100 && s <= 599).getOrElse(fail(v, s"reactions: '$status' is not an HTTP status"))
+          val reaction = Reaction.values.find(_.key == String.valueOf(v.unwrapped))
+            .getOrElse(fail(v, s"reactions.$status must be one of ${Reaction.values.map(_.key).mkString(", ")}"))
+          code -> reaction
+        }
+
+    private val BodyKeys = Seq("json", "form", "text")
+    private val CallKeys = Set("name", "method", "path", "headers", "keep") ++ BodyKeys
+
+    /** A variable set for templates of one place: identity, constants, per-call values, kept values
+      * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).
+      */
+    private def callVariables(atJoin: Boolean): String => Option[Either[String, Variable[CallScope]]] =
+      name =>
+        identityFields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(declared.get(name).map { d =>
+          val unread = !d.explicitDefault && (atJoin || !d.keptAtJoin)
+          if unread then
+            Left(s"'$name' is read from a reply ${if atJoin then "and the first join has read none yet" else "after the join, so the first calls would have no value for it"}: give it a default in its keep block")
+          else
+            val slot = resolved(d.slot)
+            Right((s: CallScope, out: java.lang.StringBuilder) => slot.appendTo(s.device, out))
+        })
+
+    private val perCall: Map[String, Variable[CallScope]] = Map(
+      "seq" -> ((s, out) => out.append(if s.message >= 0 then s.device.registers(Registers.seq(s.message)) else 0L)),
+      "uptimeS" -> ((s, out) => out.append(s.device.uptimeS)),
+      "nowMs" -> ((s, out) => out.append(s.nowMs)),
+      "nowIso" -> ((s, out) => out.append(java.time.Instant.ofEpochMilli(s.nowMs).toString)),
+      "state" -> ((s, out) => out.append(s.device.state.toString)),
+      "sshKey" -> { val key = context.sshKey.getOrElse(""); (_, out) => out.append(key) })
+
+    private def compile[S <: Scope](text: String, at: ConfigValue, variables: Map[String, Variable[S]], escape: Escape, what: String): Template[S] =
+      Template.compile[S](text, variables.get, escape, slots, variables.keys).fold(e => fail(at, s"$what: $e"), t => t)
+
+    private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String): Template[CallScope] =
+      val lookup = callVariables(atJoin)
+      val problems = mutable.ArrayBuffer.empty[String]
+      val known = identityFields.keys ++ perCall.keys ++ declared.keys
+      val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
+        case Right(v) => Some(v)
+        case Left(problem) => problems += problem; None
+      }, escape, slots, known).fold(e => fail(at, s"$what: ${problems.headOption.getOrElse(e)}"), t => t)
+      template
+
+    private def call(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
+        notAdmitted: Set[Int]): TemplateCall =
+      val c = block.toConfig
+      if !c.hasPath("path") then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
+      val bodies = BodyKeys.filter(c.hasPath)
+      if bodies.size > 1 then failAt(c, bodies(1), s"$what has both ${bodies(0)} and ${bodies(1)}: a call has one body")
+      val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodies.isEmpty then "GET" else "POST"
+      if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
+      val path = compileCall(string(c, "path"), c.getValue("path"), atJoin, Escape.None, s"$what.path")
+      val (body, contentType) = bodies.headOption match
+        case None => (None, None)
+        case Some("json") =>
+          val text = string(c, "json")
+          checkJson(text, c.getValue("json"), what)
+          (Some(compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json")), Some("application/json"))
+        case Some("text") => (Some(compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text")), Some("text/plain; charset=utf-8"))
+        case Some(_) =>
+          val form = obj(c, "form", s"$what.form")
+          val fields = form.keySet.asScala.toSeq.sortBy(k => form.get(k).origin.lineNumber)
+          // key=value&key=value: names encoded once here, values by the template.
+          val text = fields.map(k => encodeLiterals(k) + "=" + encodeLiterals(String.valueOf(form.get(k).unwrapped))).mkString("&")
+          (Some(compileCall(text, form, atJoin, Escape.Url, s"$what.form")), Some("application/x-www-form-urlencoded"))
+      val listed = if !c.hasPath("headers") then Seq.empty else
+        val h = obj(c, "headers", s"$what.headers")
+        h.keySet.asScala.toSeq.sortBy(k => h.get(k).origin.lineNumber).map { name =>
+          if !name.matches("[A-Za-z0-9-]+") then fail(h.get(name), s"$what.headers: '$name' is not a header name")
+          name -> compileCall(String.valueOf(h.get(name).unwrapped), h.get(name), atJoin, Escape.None, s"$what.headers.$name")
+        }
+      val all = contentType.filterNot(_ => listed.exists(_._1.equalsIgnoreCase("Content-Type")))
+        .map(t => "Content-Type" -> compileCall(t, block, atJoin, Escape.None, what)).toSeq ++ listed
+      val headers =
+        if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
+        else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
+      val keeps = Option(block.get("keep")).collect { case k: ConfigObject => k }.toSeq.flatMap { keep =>
+        keep.keySet.asScala.toSeq.map { key =>
+          val spec = keep.get(key).asInstanceOf[ConfigObject].toConfig
+          val ways = Seq("json", "regex", "header").filter(spec.hasPath)
+          if ways.size != 1 then fail(keep.get(key), s"$what.keep.$key: say how to read it with one of json = \"/pointer\", regex = \"id: (\\\\S+)\", header = \"X-Name\"")
+          val reading = ways.head match
+            case "json" => Reading.Json(JsonPointer.compile(string(spec, "json")).fold(e => failAt(spec, "json", s"$what.keep.$key: $e"), t => t))
+            case "regex" =>
+              try Reading.Regex(Pattern.compile(string(spec, "regex"), Pattern.MULTILINE))
+              catch case e: PatternSyntaxException => failAt(spec, "regex", s"$what.keep.$key: bad regular expression: ${e.getDescription} at ${e.getIndex}")
+            case _ => Reading.Header(string(spec, "header"))
+          Keep(resolved(declared(key).slot), reading, required = !spec.hasPath("default"))
+        }
+      }
+      TemplateCall(kindOf(block.get("path")), method, path, headers, body, keeps.toIndexedSeq, reactions, notAdmitted, message, walkBase)
+
+    /** Form-encodes the text around a template's {{...}}; the template encodes what they render. */
+    private def encodeLiterals(text: String): String =
+      val m = Interpolation.matcher(text)
+      val out = StringBuilder()
+      var at = 0
+      while m.find() do
+        out ++= java.net.URLEncoder.encode(text.substring(at, m.start), UTF_8) ++= m.group()
+        at = m.end
+      (out ++= java.net.URLEncoder.encode(text.substring(at), UTF_8)).toString
+
+    /** A JSON body must be JSON whatever its values: each {{...}} stands in as 0 to check it. */
+    private def checkJson(text: String, at: ConfigValue, what: String): Unit =
+      val probe = Interpolation.matcher(text).replaceAll("0")
+      try readFromString[Unit](probe)(using AnyJson)
+      catch case e: JsonReaderException => fail(at, s"$what is not JSON (with each {{...}} as 0): ${e.getMessage.takeWhile(_ != '\n')}")
+
+    // Registers: the device's three per message, then numbers, then walks. Numbers were numbered -1, -2, ...
+    // while they were declared; `resolved` gives each its place once all are known.
+    private def numberBase = profileBase
+    private def walkBase = numberBase + numbers
+    private def resolved(slot: Slot): Slot = if slot.number then slot.copy(index = numberBase - slot.index - 1) else slot
+
+    // ---- assembling it ----
+
+    val profile: ProfiledDevice =
+      if !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
+      val joinBlock = obj(root, "join", "join")
+      keysOf(joinBlock, CallKeys + "not-admitted", "join")
+      val notAdmitted =
+        if !joinBlock.toConfig.hasPath("not-admitted") then Set(403)
+        else
+          try joinBlock.toConfig.getIntList("not-admitted").asScala.map(_.intValue).toSet
+          catch case _: ConfigException => failAt(joinBlock.toConfig, "not-admitted", "join.not-admitted must be a list of statuses, like [403]")
+      // Trigger values first: templates may name a trigger's own value.
+      val triggerSpecs = triggerBlocks.map { (name, t) =>
+        val c = t.toConfig
+        if !c.hasPath("when") then fail(t, s"triggers.$name has no when: say which value, like when { newer = configSeq, than = appliedConfigSeq }")
+        val when = obj(c, "when", s"triggers.$name.when")
+        val w = when.toConfig
+        val (test, mine) = keysOf(when, Set("newer", "than", "differs", "from"), s"triggers.$name.when").toSet match
+          case k if k == Set("newer", "than") => ("newer", "than")
+          case k if k == Set("differs", "from") => ("differs", "from")
+          case _ => fail(when, s"triggers.$name.when is { newer = VALUE, than = OWN } (numbers) or { differs = VALUE, from = OWN }")
+        val announced = slotNamed(w, test, s"triggers.$name.when.$test")
+        if test == "newer" && !announced.number then failAt(w, test, s"triggers.$name.when: newer compares numbers, and '${announced.name}' is text; use differs/from")
+        val applied = own(string(w, mine), announced)
+        (name, t, test, announced, applied)
+      }
+      val join = call(joinBlock, v => kind("join", periodic = false, v), "join", atJoin = true, message = -1, notAdmitted)
+      val messages = messageBlocks.zipWithIndex.map { case ((name, m), i) =>
+        keysOf(m, CallKeys ++ Set("interval", "jitter", "liveness", "max-failures", "requests"), s"messages.$name")
+        val c = m.toConfig
+        val k = kind(name, periodic = true, m)
+        val calls = callBlocks(m, "requests", s"messages.$name").map { block =>
+          if block ne m then keysOf(block, CallKeys, s"messages.$name.requests")
+          call(block, _ => k, s"messages.$name", atJoin = false, message = i, Set.empty)
+        }
+        if !c.hasPath("interval") then fail(m, s"messages.$name has no interval: like interval = 30s, or the name of a number kept at join (seconds)")
+        val interval: DeviceScope => Long =
+          try
+            val nanos = c.getDuration("interval").toNanos
+            if nanos <= 0 then failAt(c, "interval", s"messages.$name.interval must be positive")
+            _ => nanos
+          catch
+            case _: ConfigException.BadValue =>
+              val slot = resolved(slotNamed(c, "interval", s"messages.$name.interval"))
+              if !slot.number then failAt(c, "interval", s"messages.$name.interval: '${slot.name}' is text, not a number of seconds")
+              d => slot.number(d) * 1_000_000_000L
+        val jitter = Option.when(c.hasPath("jitter"))(c.getDouble("jitter"))
+        jitter.foreach(j => if j < 0 || j >= 1 then failAt(c, "jitter", s"messages.$name.jitter must be at least 0 and below 1"))
+        val maxFailures =
+          if c.hasPath("max-failures") then Some(c.getInt("max-failures").max(0))
+          else if c.hasPath("liveness") && c.getBoolean("liveness") then None
+          else Some(0)
+        Periodic(k, calls.toIndexedSeq, interval, jitter, maxFailures)
+      }
+      val triggers = triggerSpecs.map { (name, t, test, announced0, applied0) =>
+        keysOf(t, CallKeys ++ Set("when", "calls"), s"triggers.$name")
+        val blocks = callBlocks(t, "calls", s"triggers.$name")
+        val calls = blocks.zipWithIndex.map { (block, i) =>
+          if block ne t then keysOf(block, CallKeys, s"triggers.$name.calls")
+          val callName =
+            if i == 0 && !block.toConfig.hasPath("name") then name
+            else if block.toConfig.hasPath("name") then string(block.toConfig, "name")
+            else fail(block, s"triggers.$name.calls: each call after the first needs a name (its message kind), like name = applied")
+          call(block, v => kind(callName, periodic = false, v), s"triggers.$name", atJoin = false, message = -1, Set.empty)
+        }
+        val (announced, applied) = (resolved(announced0), resolved(applied0))
+        val setsItself = blocks.exists(b => Option(b.get("keep")).collect { case k: ConfigObject => k.containsKey(applied.name) }.getOrElse(false))
+        val due: DeviceScope => Boolean =
+          if test == "newer" then d => announced.number(d) > applied.number(d)
+          else d => announced.text(d) != applied.text(d)
+        val record: DeviceScope => Unit = if setsItself then _ => () else d => applied.store(d, announced.text(d))
+        Trigger(calls.toIndexedSeq, due, record)
+      }
+      val (login, ssh) =
+        if !root.hasPath("ssh") then (compileCall("{{mac}}", root.root, atJoin = false, Escape.None, "ssh.login"), None)
+        else
+          val block = obj(root, "ssh", "ssh")
+          keysOf(block, Set("host", "port", "login"), "ssh")
+          val c = block.toConfig
+          val login = if c.hasPath("login") then compileCall(string(c, "login"), c.getValue("login"), atJoin = false, Escape.None, "ssh.login")
+            else compileCall("{{mac}}", block, atJoin = false, Escape.None, "ssh.login")
+          val endpoint = Option.when(c.hasPath("host"))(resolved(slotNamed(c, "host", "ssh.host")) -> resolved(slotNamed(c, "port", "ssh.port")))
+          (login, endpoint)
+      ProfiledDevice(name, kinds.toIndexedSeq, join, messages.toIndexedSeq, triggers.toIndexedSeq, walkBase + slots.count, texts, login, ssh,
+        declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport)
+
+  private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
+
+  /** Reads any JSON value and throws it away: for checking that a body is JSON. */
+  private val AnyJson: JsonValueCodec[Unit] = new JsonValueCodec[Unit]:
+    def decodeValue(in: JsonReader, default: Unit): Unit = in.skip()
+    def encodeValue(x: Unit, out: JsonWriter): Unit = ()
+    val nullValue: Unit = ()
+
+/** The identity fields' view of a device: its number, and a random that is the same every time
+  * for that device, so that what it picks it keeps.
+  */
+final class IdentityScope(val number: Int) extends Scope:
+  val random: RandomGenerator = SplittableRandom(0x5eed_f1ee_75L ^ (number.toLong * 0x9e3779b97f4a7c15L))
+  def walk(slot: Int): Double = 0
+  def setWalk(slot: Int, value: Double): Unit = ()
+
+/** Rows of a CSV file with a header, one device a row: pre-provisioned ids, tokens, passwords. */
+final case class Csv(columns: IndexedSeq[String], rows: IndexedSeq[IndexedSeq[String]])
+
+object Csv:
+  def read(at: ConfigValue, base: Option[Path], devices: Int, fail: (ConfigValue, String) => Nothing): Csv =
+    val name = String.valueOf(at.unwrapped)
+    val file = base.fold(Path.of(name))(_.resolve(name))
+    if !Files.isRegularFile(file) then fail(at, s"identity.csv: no such file $file (a path is taken from the profile's folder)")
+    val lines = Files.readAllLines(file, UTF_8).asScala.toIndexedSeq.filter(_.trim.nonEmpty)
+    if lines.isEmpty then fail(at, s"identity.csv: $file is empty; its first line names the columns")
+    val columns = split(lines.head).map(_.trim)
+    for c <- columns if !c.matches("[A-Za-z_][A-Za-z0-9_]*") do
+      fail(at, s"identity.csv: column '$c' of $file is not a name templates can use (letters, digits, _)")
+    val rows = lines.tail.map(split)
+    rows.zipWithIndex.find(_._1.size != columns.size).foreach { (row, i) =>
+      fail(at, s"identity.csv: line ${i + 2} of $file has ${row.size} fields, the header ${columns.size}")
+    }
+    if rows.size < devices then fail(at, s"identity.csv: $file has ${rows.size} devices' rows but the fleet has $devices: add rows, or run fewer devices")
+    Csv(columns, rows)
+
+  /** One line's fields: commas separate, double quotes enclose (a doubled quote is one). */
+  private def split(line: String): IndexedSeq[String] =
+    val fields = mutable.ArrayBuffer.empty[String]
+    val field = StringBuilder()
+    var quoted = false
+    var i = 0
+    while i < line.length do
+      val ch = line.charAt(i)
+      if quoted then
+        if ch == '"' && i + 1 < line.length && line.charAt(i + 1) == '"' then { field += '"'; i += 1 }
+        else if ch == '"' then quoted = false
+        else field += ch
+      else if ch == '"' then quoted = true
+      else if ch == ',' then { fields += field.toString; field.clear() }
+      else field += ch
+      i += 1
+    fields += field.toString
+    fields.toIndexedSeq

@@ -1,0 +1,108 @@
+package fleetsim.e2e
+
+import com.typesafe.config.{Config, ConfigFactory}
+import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.device.DeviceState.Reporting
+import fleetsim.report.Summary
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.nio.file.{Files, Path}
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** The built-in profiles other than ap-v1, each against the reference controller's dialect for it,
+  * over real sockets: register, report, follow a config change to applied, and recover from
+  * expired credentials and throttling.
+  */
+class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
+
+  private val Devices = 200
+  private val dir = Files.createTempDirectory("fleetsim-profiles-e2e")
+
+  /** 200 provisioned tokens, in a CSV as a platform would export them. */
+  private val tokens: Path =
+    Files.writeString(dir.resolve("tokens.csv"), (0 until Devices).map(i => f"\"tok-$i%05d\",sensor-$i").mkString("token,name\n", "\n", "\n"))
+
+  private def config(profile: String, extra: String = ""): Config =
+    ConfigFactory.parseString(s"""
+      fleetsim.device-profile = "$profile"
+      fleetsim.fleet { devices = $Devices, ramp-rate = 1000, devices-csv = "$tokens" }
+      fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, iot-tokens = "$tokens" }
+      fleetsim.http.request-timeout = 2s
+      fleetsim.device.backoff { min = 100ms, max = 1s }
+      fleetsim.run.results-dir = "${Files.createTempDirectory(dir, profile)}"
+      $extra
+      """).withFallback(ConfigFactory.load()).resolve()
+
+  /** Every device Reporting; a config change followed by every device to applied; the summary. */
+  private def followConfigChange(c: Config): Summary =
+    var summary: Summary = null
+    withSystem(c) {
+      val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+      val controller = run.controller.get
+      eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+      eventually(assert(controller.dialectsUpToDate == Devices)) // the first config, applied at start
+      controller.registry.bumpConfig()
+      eventually(assert(controller.dialectsUpToDate == Devices))
+      summary = Await.result(run.finish("test over"), 60.seconds)
+    }
+    summary
+
+  /** What the devices delivered, kind by kind, is what the controller received. */
+  private def countsAgree(summary: Summary, kinds: String*): Unit =
+    assert(summary.messages.keySet == kinds.toSet)
+    for kind <- kinds do
+      val m = summary.messages(kind)
+      withClue(s"$kind: ") {
+        assert(m.ok > 0)
+        assert(m.ok == summary.controller.get.received(kind))
+        assert(m.sent == m.ok + m.forbidden + m.failed)
+      }
+
+  "ap-agent devices" should {
+    "register with a signed form, poll the checksum, download and apply a new config, as the controller counts" in {
+      val summary = followConfigChange(config("ap-agent"))
+      countsAgree(summary, "join", "checksum", "config", "applied")
+      assert(summary.messages("join").ok == Devices) // every signature accepted the first time
+      assert(summary.messages("applied").ok >= 2 * Devices) // the first config and the new one
+      assert(summary.run.deviceProfile == "ap-agent")
+    }
+    "register again when their keys expire, and carry on" in {
+      val c = config("ap-agent", "fleetsim.controller.agent-key-lifetime = 3s")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        val controller = run.controller.get
+        eventually(assert(controller.counts.received("join") >= 3 * Devices)) // each device at least twice more
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.messages("checksum").failures("unauthorized") >= Devices)
+        assert(summary.messages("join").ok == controller.counts.received("join"))
+      }
+    }
+  }
+
+  "iot-telemetry devices" should {
+    "post telemetry with their provisioned tokens, poll attributes and report a new config applied" in {
+      val summary = followConfigChange(config("iot-telemetry"))
+      countsAgree(summary, "join", "telemetry", "attributes", "applied")
+      assert(summary.controller.get.refused.values.sum == 0) // every token provisioned
+    }
+    "come back after the Retry-After of a throttled controller, and all report again" in {
+      val c = config("iot-telemetry")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        val admin = Admin(run.controllerUrl)
+        admin.send("PUT", "/admin/faults", """{"throttleRate":0.5,"retryAfterS":2}""")
+        eventually(assert(run.metrics.snapshot().byKind("telemetry").failures(fleetsim.transport.FailureReason.Throttled) >= Devices))
+        admin.send("PUT", "/admin/faults", """{}""")
+        val ok = run.metrics.snapshot().byKind("telemetry").ok
+        eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= ok + 2 * Devices))
+        assert(run.metrics.devicesByState(Reporting) == Devices) // a pause is not a failure
+        Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }

@@ -1,0 +1,107 @@
+package fleetsim.profile
+
+import fleetsim.cli.Main
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.io.{ByteArrayOutputStream, PrintStream}
+import java.nio.file.{Files, Path}
+
+/** Device profiles as a user writes them: every built-in one checks, and each kind of mistake is
+  * refused before any device starts, with exit code 2 and one line naming the file and the line.
+  */
+class ProfileLoaderSpec extends AnyWordSpec:
+  private val dir = Files.createTempDirectory("fleetsim-profiles")
+
+  /** Runs the real command line in process: exit code, standard output, standard error. */
+  private def fleetsim(args: String*): (Int, String, String) =
+    val (out, err) = (ByteArrayOutputStream(), ByteArrayOutputStream())
+    val code = Main.run(args.toList, PrintStream(out, true), PrintStream(err, true))
+    (code, out.toString, err.toString)
+
+  private def write(name: String, text: String): Path = Files.writeString(dir.resolve(name), text)
+
+  /** A valid profile to break in one place at a time. */
+  private val good =
+    """name = "mine"
+      |join {
+      |  path = "/register"
+      |  json = '''{"mac":"{{mac}}"}'''
+      |  keep { token { json = "/token", type = text } }
+      |}
+      |messages {
+      |  beat {
+      |    interval = 10s
+      |    path = "/devices/{{mac}}/beat"
+      |    headers { Authorization = "Bearer {{token}}" }
+      |    keep { version { json = "/version", default = 0 } }
+      |  }
+      |}
+      |triggers {
+      |  update {
+      |    when { newer = version, than = appliedVersion }
+      |    path = "/devices/{{mac}}/config"
+      |  }
+      |}
+      |""".stripMargin.replace("\'\'\'", "\"\"\"")
+
+  /** Checks `text` with `from` replaced by `to`: exit 2, and one line at `line` saying `what`. */
+  private def refused(from: String, to: String, line: Int, what: String*): Unit =
+    assert(good.contains(from), from)
+    val file = write(s"bad-${from.hashCode.abs}.conf", good.replace(from, to))
+    val (code, _, err) = fleetsim("profile", "check", file.toString)
+    assert(code == 2, err)
+    val first = err.linesIterator.next()
+    assert(first.startsWith(s"fleetsim: $file:$line: "), err)
+    what.foreach(w => assert(first.contains(w), err))
+    assert(!err.contains("\tat "), "no stack trace")
+
+  "profile check" should {
+    "pass every built-in profile, and print what devices 0 and 1 send" in {
+      Files.writeString(Path.of("devices.csv"), "token\nT0\nT1\n") // iot-telemetry reads it from the current folder
+      try
+        for name <- ProfileLoader.BuiltIn do
+          val (code, out, err) = fleetsim("profile", "check", name)
+          assert(code == 0, err)
+          assert(out.contains("device 0:") && out.contains("device 1:"), out)
+      finally Files.delete(Path.of("devices.csv"))
+      val (_, out, _) = fleetsim("profile", "check", "ap-v1")
+      assert(out.contains("POST /api/v1/devices/02:00:00:00:00:01/heartbeat"))
+      assert(out.contains("\"serial\":\"FS0000000001\""))
+    }
+    "pass a user's profile, rendering its headers and kept values' defaults" in {
+      val (code, out, err) = fleetsim("profile", "check", write("good.conf", good).toString)
+      assert(code == 0, err)
+      assert(out.contains("message kinds join, beat, update"))
+      assert(out.contains("Authorization: Bearer "))
+    }
+    "show a built-in profile's text, and name the built-ins for a typo" in {
+      val (code, out, _) = fleetsim("profile", "show", "ap-agent")
+      assert(code == 0 && out.contains("hmacSha256(secret"))
+      val (typo, _, err) = fleetsim("profile", "show", "ap-agnet")
+      assert(typo == 2 && err.contains("did you mean ap-agent?"))
+    }
+  }
+
+  "A profile with a mistake" should {
+    "name an unknown variable, with a suggestion" in
+      refused("/devices/{{mac}}/beat", "/devices/{{macc}}/beat", 10, "unknown variable 'macc'", "did you mean mac?")
+    "name an unknown function" in
+      refused("{{mac}}\"}", "{{sha265(mac)}}\"}", 4, "unknown function 'sha265'", "did you mean sha256?")
+    "refuse a bad JSON pointer" in
+      refused("json = \"/version\"", "json = \"version\"", 12, "JSON pointer")
+    "refuse a bad regular expression" in
+      refused("json = \"/version\"", "regex = \"version: (\\\\d+\"", 12, "bad regular expression")
+    "refuse a trigger naming a value no reply keeps" in
+      refused("newer = version", "newer = versoin", 17, "'versoin'", "did you mean version?")
+    "refuse a value used before it is read" in
+      refused("json = \"\"\"{\"mac\":\"{{mac}}\"}\"\"\"", "json = \"\"\"{\"mac\":\"{{mac}}\",\"t\":\"{{token}}\"}\"\"\"", 4,
+        "'token' is read from a reply", "give it a default")
+    "refuse a JSON body that is not JSON" in
+      refused("{\"mac\":\"{{mac}}\"}", "{\"mac\":\"{{mac}}\"", 4, "is not JSON")
+    "refuse an unknown key, with a suggestion" in
+      refused("interval = 10s", "intervall = 10s", 9, "unknown key 'intervall'", "did you mean interval?")
+    "refuse a file that is not there, and suggest a built-in profile" in {
+      val (code, _, err) = fleetsim("run", "--device-profile", "ap-v2", "--devices", "1")
+      assert(code == 2 && err.contains("no device profile 'ap-v2'") && err.contains("did you mean ap-v1?"), err)
+    }
+  }
