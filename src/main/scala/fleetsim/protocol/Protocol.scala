@@ -3,10 +3,11 @@ package fleetsim.protocol
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 
+// Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange.
+
 /** Who a device is: what it says at join. */
 final case class Identity(mac: String, serial: String, model: String, firmware: String)
 
-/** Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange. */
 /** @param sshKey the device's SSH public key (OpenSSH format), sent when it will open a tunnel */
 final case class JoinRequest(mac: String, serial: String, model: String, firmware: String, sshKey: Option[String] = None)
 object JoinRequest:
