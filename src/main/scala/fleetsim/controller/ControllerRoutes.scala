@@ -13,6 +13,7 @@ import org.apache.pekko.pattern.after
 import org.apache.sshd.common.config.keys.{PublicKeyEntry, PublicKeyEntryResolver}
 
 import java.nio.charset.StandardCharsets.UTF_8
+import java.time.Instant
 
 import java.util.concurrent.ThreadLocalRandom
 import java.util.concurrent.atomic.AtomicReference
@@ -148,7 +149,10 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
         case None => complete(StatusCodes.NotFound, "this controller runs no SSH server")
     },
     (path("devices") & get & parameter("limit".as[Int].withDefault(100))) { limit =>
-      complete(json(registry.devicesView.take(limit).map((mac, d) => DeviceView(mac, d.state, d.configSeq, d.joins)).toList))
+      val rows = registry.devicesView.take(limit).map { (mac, d) =>
+        DeviceView(mac, d.serial, d.model, d.firmware, d.state, d.configSeq, d.joins, Instant.ofEpochMilli(d.lastSeenMillis).toString)
+      }
+      complete(json(rows.toList))
     },
     (path("config" / "bump") & post) {
       complete(json(HeartbeatReply(registry.bumpConfig())))
@@ -181,7 +185,9 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     }
 
 object ControllerRoutes:
-  final case class DeviceView(mac: String, state: String, configSeq: Long, joins: Long)
+  /** A row of `GET /admin/devices`; `lastSeen` is the last join or heartbeat, ISO-8601 in UTC. */
+  final case class DeviceView(mac: String, serial: String, model: String, firmware: String, state: String, configSeq: Long,
+      joins: Long, lastSeen: String)
   final case class Dropped(sessions: Int)
 
   given JsonValueCodec[ControllerCounts] = JsonCodecMaker.make

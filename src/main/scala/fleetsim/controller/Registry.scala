@@ -19,7 +19,8 @@ final class DeviceRecord(val serial: String, model0: String, firmware0: String):
   val firmware: String = firmware0.intern()
   @volatile private var reportedState: String = ""
   @volatile var configSeq: Long = 0
-  @volatile var lastSeenMillis: Long = System.currentTimeMillis()
+  /** At its latest join or heartbeat. */
+  @volatile var lastSeenMillis: Long = 0
   /** The SSH key the device presented at its latest join, if any. */
   @volatile var sshKey: Option[PublicKey] = None
   /** Joins so far; written under the registry's lock for this device. */
@@ -56,6 +57,7 @@ final class Registry:
       val record = Option(known).getOrElse(DeviceRecord(serial, model, firmware))
       record.sshKey = sshKey
       record.joins += 1
+      record.lastSeenMillis = System.currentTimeMillis()
       record)
 
   /** SSH logins: only a device that joined, with the key it presented. */

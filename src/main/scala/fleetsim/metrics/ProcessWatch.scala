@@ -2,13 +2,15 @@ package fleetsim.metrics
 
 import java.lang.management.ManagementFactory
 
-/** The simulator process itself: threads and heap, sampled by whoever keeps time (the status line). */
+/** The simulator process itself: threads and heap, sampled by the run's once-a-second tick (through
+  * its [[Sampler]]) and once more for the summary.
+  */
 final class ProcessWatch:
   private val threads = ManagementFactory.getThreadMXBean
   private val memory = ManagementFactory.getMemoryMXBean
   @volatile private var heapPeak = 0L
 
-  /** Takes a heap sample; call it regularly (every status tick) to keep the peak honest. */
+  /** Takes a heap sample; the peak holds only what these calls saw, so they come every tick. */
   def sample(): ProcessFigures =
     val heap = memory.getHeapMemoryUsage.getUsed
     if heap > heapPeak then heapPeak = heap

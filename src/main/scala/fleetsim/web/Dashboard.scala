@@ -7,6 +7,7 @@ import fleetsim.metrics.Sample
 import fleetsim.report.Assets
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
 import org.apache.pekko.Done
+import org.apache.pekko.actor.CoordinatedShutdown
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.Http
 import org.apache.pekko.http.scaladsl.model.*
@@ -42,7 +43,8 @@ final class Dashboard private (binding: Http.ServerBinding, samples: BoundedSour
     history.add(sample)
     samples.offer(sample) // a slow browser loses samples, never slows the run
 
-  def stop(): Future[Done] =
+  /** Ends the pages' event streams, so they see the run is over, and closes the port. */
+  private def stop(): Future[Done] =
     samples.complete()
     binding.terminate(1.second).map(_ => Done)(using ExecutionContext.parasitic)
 
@@ -68,7 +70,13 @@ object Dashboard:
     Http(system.classicSystem)
       .newServerAt(settings.host, settings.port)
       .bind(route)
-      .map(binding => Dashboard(binding, queue, history))
+      .map { binding =>
+        val dashboard = Dashboard(binding, queue, history)
+        // Stopped in the phase after the one where the CLI writes the summary: a page open at the
+        // end gets the last sample, and /metrics answers with the final counts until then.
+        CoordinatedShutdown(system).addTask(CoordinatedShutdown.PhaseServiceUnbind, "dashboard")(() => dashboard.stop())
+        dashboard
+      }
       .recoverWith(PortInUse.whenBinding(settings.port, "dashboard"))
 
   private def routes(runJson: String, prometheus: PrometheusMeterRegistry, history: History, events: Source[ServerSentEvent, ?]): Route =

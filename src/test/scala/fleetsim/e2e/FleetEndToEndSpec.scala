@@ -16,6 +16,8 @@ import org.scalatest.wordspec.AnyWordSpec
 
 import java.net.URI
 import java.nio.file.Files
+import java.time.Instant
+import java.time.temporal.ChronoUnit
 import java.net.http.{HttpClient, HttpRequest, HttpResponse}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
@@ -99,9 +101,12 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
             assert(reporting(run) == Devices - 1)
           }
           assert(!admin.devices().exists(_.mac == mac))
+          val allowedAt = Instant.now.truncatedTo(ChronoUnit.MILLIS)
           admin.send("POST", s"/admin/devices/$mac/allow")
           allReporting(run)
-          eventually(assert(admin.devices().find(_.mac == mac).exists(_.state == "Reporting")))
+          val row = eventually(admin.devices().find(d => d.mac == mac && d.state == "Reporting").get)
+          assert((row.serial, row.model, row.firmware) == ("FS0000000007", "FS-AP-100", "1.0.0")) // as ap-v1 joined
+          assert(!Instant.parse(row.lastSeen).isBefore(allowedAt))
           assert(run.controller.get.registry.counts.refused("join") >= 1)
         }
       }

@@ -3,7 +3,6 @@ package fleetsim.e2e
 import com.typesafe.config.ConfigFactory
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
@@ -18,23 +17,25 @@ import scala.jdk.CollectionConverters.*
 /** Interop with real OpenSSH: Debian's sshd on a loopback port with a throwaway config, this user
   * and an ed25519 key made by ssh-keygen; the devices tunnel through it to the reference controller.
   */
-class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
+class OpenSshInteropSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
 
   private val dir = Files.createTempDirectory("fleetsim-openssh")
   private val port = { val s = ServerSocket(0, 1, InetAddress.getLoopbackAddress); try s.getLocalPort finally s.close() }
-  private var sshd: Process = null
 
   private def run(command: String*): Unit =
     val p = ProcessBuilder(command.asJava).redirectErrorStream(true).start()
     val output = String(p.getInputStream.readAllBytes())
     assert(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue == 0, s"${command.mkString(" ")}: $output")
 
-  override def beforeAll(): Unit =
-    val sshdBinary = Path.of("/usr/sbin/sshd")
-    assert(Files.isExecutable(sshdBinary), "OpenSSH's sshd is missing: apt-get install openssh-server (.ci/run does)")
-    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("host_key").toString)
-    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("device_key").toString)
+  /** sshd listening on `port` for the test, stopped after it. Started in the test rather than in
+    * beforeAll: a suite that aborts there takes every later suite of the run down with it.
+    */
+  private def withSshd(test: => Unit): Unit =
+    val sshdBinary = Programs.sshd
+    val keygen = Programs.sshKeygen.toString
+    run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("host_key").toString)
+    run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("device_key").toString)
     Files.copy(dir.resolve("device_key.pub"), dir.resolve("authorized_keys"))
     Files.createDirectories(Path.of("/run/sshd")) // sshd's privilege-separation directory
     Files.writeString(dir.resolve("sshd_config"),
@@ -51,10 +52,11 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfter
          |AllowTcpForwarding yes
          |LogLevel ERROR
          |""".stripMargin)
-    sshd = ProcessBuilder(sshdBinary.toString, "-D", "-e", "-f", dir.resolve("sshd_config").toString).inheritIO().start()
-    eventually(Socket(InetAddress.getLoopbackAddress, port).close()) // listening
-
-  override def afterAll(): Unit = if sshd != null then sshd.destroy()
+    val sshd = ProcessBuilder(sshdBinary.toString, "-D", "-e", "-f", dir.resolve("sshd_config").toString).inheritIO().start()
+    try
+      eventually(Socket(InetAddress.getLoopbackAddress, port).close()) // listening
+      test
+    finally sshd.destroy()
 
   "Devices tunnelling through OpenSSH's sshd" should {
     "all reach Reporting, their calls forwarded to the reference controller's HTTP API" in {
@@ -70,7 +72,7 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfter
         fleetsim.device.backoff { min = 200ms, max = 2s }
         fleetsim.run.results-dir = "$dir/results"
         """).withFallback(ConfigFactory.load()).resolve()
-      withSystem(c) {
+      withSshd(withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == 50))
         val start = run.controller.get.counts.received("heartbeat")
@@ -81,6 +83,6 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually with BeforeAndAfter
           assert(summary.messages(kind).ok > 0 && summary.messages(kind).ok == summary.controller.get.received(kind), kind)
         // sshd pinned on first use: its key is now in known_hosts.
         assert(Files.readString(dir.resolve("known_hosts")).contains(s"[127.0.0.1]:$port"))
-      }
+      })
     }
   }

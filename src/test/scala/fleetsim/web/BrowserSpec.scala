@@ -3,15 +3,15 @@ package fleetsim.web
 import com.typesafe.config.ConfigFactory
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import fleetsim.e2e.withSystem
+import fleetsim.e2e.{Programs, withSystem}
 import org.openqa.selenium.chrome.{ChromeDriver, ChromeDriverService, ChromeOptions}
 import org.openqa.selenium.support.ui.WebDriverWait
 import org.openqa.selenium.{By, JavascriptExecutor, OutputType}
+import org.scalatest.Outcome
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.io.File
 import java.nio.file.{Files, Path, StandardCopyOption}
 import java.time.Duration
 import scala.concurrent.Await
@@ -24,15 +24,21 @@ class BrowserSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
   private val screenshots = Files.createDirectories(Path.of("target", "screenshots"))
 
+  // Checked before each test rather than in beforeAll, where failing would abort the whole run.
+  override def withFixture(test: NoArgTest): Outcome =
+    Programs.chromium
+    Programs.chromedriver
+    super.withFixture(test)
+
   /** A fresh headless Chromium; `offline` also cuts it off from every network address. */
   private def withBrowser(offline: Boolean)(test: ChromeDriver => Unit): Unit =
     val options = ChromeOptions()
-      .setBinary("/usr/bin/chromium")
+      .setBinary(Programs.chromium.toFile)
       .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--window-size=1400,1600", s"--user-data-dir=${Files.createTempDirectory("fleetsim-chromium")}")
     if offline then options.addArguments("--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9")
-    val service = ChromeDriverService.Builder().usingDriverExecutable(File("/usr/bin/chromedriver")).usingAnyFreePort().build()
+    val service = ChromeDriverService.Builder().usingDriverExecutable(Programs.chromedriver.toFile).usingAnyFreePort().build()
     val driver = ChromeDriver(service, options)
     try test(driver)
     finally driver.quit()
