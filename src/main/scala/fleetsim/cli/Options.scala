@@ -54,7 +54,7 @@ object Flag:
   val Devices = Flag("devices", "fleetsim.fleet.devices", ValueKind.Count, "devices to simulate")
   val Duration = Flag("duration", "fleetsim.fleet.duration", ValueKind.Duration, "how long to run; 0s runs until Ctrl-C")
   val RampRate = Flag("ramp-rate", "fleetsim.fleet.ramp-rate", ValueKind.Rate, "devices started per second while ramping up")
-  val Controller = Flag("controller", "fleetsim.controller.url", ValueKind.Url, "a controller speaking protocol v1; omit to embed the reference controller")
+  val Controller = Flag("controller", "fleetsim.controller.url", ValueKind.Url, "the controller under test, speaking the device profile's API; omit to embed the reference controller")
   val ControllerPort = Flag("controller-port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the embedded reference controller")
   val HeartbeatInterval = Flag("heartbeat-interval", "fleetsim.controller.heartbeat-interval", ValueKind.Duration, "heartbeat interval the reference controller hands out at join")
   val StatsInterval = Flag("stats-interval", "fleetsim.controller.stats-interval", ValueKind.Duration, "stats interval the reference controller hands out at join")

@@ -31,7 +31,7 @@ object ProfileCommand:
       val fleet = settingsOf("profile")(FleetSettings(config)).copy(devices = 2)
       val profile = settingsOf("profile")(ProfileLoader.load(nameOrFile, FleetContext(fleet, Some("ssh-ed25519 AAAA... (the run's key)"), config)))
       out.println(s"fleetsim: $nameOrFile is a valid device profile: message kinds ${profile.kinds.map(_.key).mkString(", ")}; " +
-        s"${profile.registers} numbers and ${profile.texts} texts kept per device")
+        s"kept per device: ${profile.registers} numbers (its schedule included) and ${profile.texts} texts")
       out.println("(what replies would have set shows as its default: nothing was sent)")
       for number <- 0 to 1 do
         out.println()
@@ -45,7 +45,8 @@ object ProfileCommand:
         show(profile.join, "first")
         profile.messages.zipWithIndex.foreach { (m, i) =>
           device.registers(fleetsim.device.Registers.seq(i)) = 1
-          m.calls.foreach(show(_, s"every ${m.interval(device) / 1_000_000_000L} s"))
+          val seconds = m.interval(device) / 1_000_000_000L
+          m.calls.foreach(show(_, if seconds > 0 then s"every $seconds s" else "every interval the join reply sets"))
         }
         profile.triggers.foreach(_.calls.foreach(show(_, "when behind")))
       0

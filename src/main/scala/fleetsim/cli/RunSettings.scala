@@ -68,5 +68,5 @@ object RunSettings:
       dashboard = DashboardSettings(config),
       statsd = Option(config.getString("fleetsim.metrics.statsd")).filter(_.nonEmpty).map(hostPort(_, "fleetsim.metrics.statsd")),
       described = config.getConfig("fleetsim")
-        .withoutPath("ssh.password").withoutPath("controller.ssh-password")
+        .withoutPath("ssh.password").withoutPath("controller.ssh-password").withoutPath("controller.agent-secret")
         .root.render(ConfigRenderOptions.concise().setFormatted(true)))

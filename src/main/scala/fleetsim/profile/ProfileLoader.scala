@@ -101,7 +101,7 @@ object ProfileLoader:
       try config.getString(path)
       catch case _: ConfigException.WrongType => failAt(config, path, s"$path must be one value, like \"text\"")
 
-    private val top = keysOf(root.root, Set("name", "transport", "identity", "constants", "join", "messages", "triggers", "ssh", "reactions"),
+    keysOf(root.root, Set("name", "transport", "identity", "constants", "join", "messages", "triggers", "ssh", "reactions"),
       "a device profile")
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"
@@ -130,9 +130,12 @@ object ProfileLoader:
         val block = obj(root, "identity", "identity")
         for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
           fields(key) = identityField(key, block.get(key), fields.toMap)
+      val direct: Map[String, Variable[CallScope]] = Map( // on every call's path: no identity scope for these
+        "number" -> ((s, out) => out.append(s.device.number)),
+        "mac" -> ((s, out) => out.append(context.fleet.mac(s.device.number))))
       fields.toMap.map { (name, field) =>
         val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
-        name -> onCall
+        name -> direct.getOrElse(name, onCall)
       }
 
     private def identityField(name: String, value: ConfigValue, earlier: Map[String, Variable[IdentityScope]]): Variable[IdentityScope] =
@@ -475,7 +478,7 @@ object ProfileLoader:
   * for that device, so that what it picks it keeps.
   */
 final class IdentityScope(val number: Int) extends Scope:
-  val random: RandomGenerator = SplittableRandom(0x5eed_f1ee_75L ^ (number.toLong * 0x9e3779b97f4a7c15L))
+  lazy val random: RandomGenerator = SplittableRandom(0x5eed_f1ee_75L ^ (number.toLong * 0x9e3779b97f4a7c15L))
   def walk(slot: Int): Double = 0
   def setWalk(slot: Int, value: Double): Unit = ()
 

@@ -37,7 +37,9 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
       $extra
       """).withFallback(ConfigFactory.load()).resolve()
 
-  /** Every device Reporting; a config change followed by every device to applied; the summary. */
+  /** Every device Reporting; a config change followed by every device to applied; the summary.
+    * No secret is written to the results.
+    */
   private def followConfigChange(c: Config): Summary =
     var summary: Summary = null
     withSystem(c) {
@@ -48,6 +50,9 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
       controller.registry.bumpConfig()
       eventually(assert(controller.dialectsUpToDate == Devices))
       summary = Await.result(run.finish("test over"), 60.seconds)
+      val results = Path.of(c.getString("fleetsim.run.results-dir"))
+      for file <- Seq("config.json", "summary.json", "report.html") do
+        assert(!Files.readString(results.resolve(file)).contains(c.getString("fleetsim.controller.agent-secret")), file)
     }
     summary
 
