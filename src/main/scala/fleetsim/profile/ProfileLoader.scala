@@ -169,17 +169,15 @@ object ProfileLoader:
     private var numbers = 0
     private var texts = 0
 
-    private def messageBlocks: Seq[(String, ConfigObject)] =
-      if !root.hasPath("messages") then Nil
-      else
-        val block = obj(root, "messages", "messages")
-        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"messages.$k"))
+    private def messageBlocks: Seq[(String, ConfigObject)] = namedBlocks("messages")
+    private def triggerBlocks: Seq[(String, ConfigObject)] = namedBlocks("triggers")
 
-    private def triggerBlocks: Seq[(String, ConfigObject)] =
-      if !root.hasPath("triggers") then Nil
+    /** The named blocks inside `path`, in the file's order. */
+    private def namedBlocks(path: String): Seq[(String, ConfigObject)] =
+      if !root.hasPath(path) then Nil
       else
-        val block = obj(root, "triggers", "triggers")
-        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"triggers.$k"))
+        val block = obj(root, path, path)
+        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"$path.$k"))
 
     /** The call blocks of a message or trigger: itself, or each entry of its `requests`/`calls` list. */
     private def callBlocks(block: ConfigObject, list: String, what: String): Seq[ConfigObject] =

@@ -58,10 +58,14 @@ final case class Slot(name: String, number: Boolean, index: Int, default: String
   def number(device: DeviceScope): Long =
     if number then device.registers(index) else ProfileValues.toLong(text(device))
 
+  /** The text last stored by any device: a value most devices share (a host, a checksum) is kept once. */
+  @volatile private var lastText: String = null
+
   /** Stores what a reply said; false when a number is not one. */
   def store(device: DeviceScope, value: String): Boolean =
     if !number then
-      device.texts(index) = value
+      val last = lastText
+      device.texts(index) = if value == last then last else { lastText = value; value }
       true
     else
       val n = ProfileValues.parseLong(value)
