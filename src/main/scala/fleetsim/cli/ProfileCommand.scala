@@ -56,7 +56,6 @@ object ProfileCommand:
   private final class Specimen(val number: Int, profile: DeviceProfile) extends DeviceScope:
     def state: DeviceState = DeviceState.Reporting
     def uptimeS: Long = 0
-    def now: Long = 0
     val random: RandomGenerator = SplittableRandom(number)
     val registers: Array[Long] = new Array[Long](profile.registers)
     val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)

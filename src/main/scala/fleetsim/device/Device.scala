@@ -117,7 +117,6 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   def state: DeviceState = current
   def uptimeS: Long = (shared.clock() - startedAt) / 1_000_000_000L
-  def now: Long = shared.clock()
   def random: RandomGenerator = shared.random
 
   // ---- states: what each does with a message; anything else is from an older session ----

@@ -80,8 +80,6 @@ trait DeviceScope:
   def number: Int
   def state: DeviceState
   def uptimeS: Long
-  /** Nanoseconds on the fleet's clock. */
-  def now: Long
   def random: RandomGenerator
   def registers: Array[Long]
   /** null when the profile keeps no texts. */

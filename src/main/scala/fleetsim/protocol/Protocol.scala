@@ -25,18 +25,7 @@ final case class HeartbeatReply(configSeq: Long)
 object HeartbeatReply:
   given JsonValueCodec[HeartbeatReply] = JsonCodecMaker.make
 
-/** The part of a config document a device reads; the rest is payload. */
-final case class ConfigHeader(configSeq: Long)
-object ConfigHeader:
-  given JsonValueCodec[ConfigHeader] = JsonCodecMaker.make
-
 object Protocol:
-  val Prefix = "/api/v1"
-  def joinPath: String = s"$Prefix/join"
-  def heartbeatPath(mac: String): String = s"$Prefix/devices/$mac/heartbeat"
-  def statsPath(mac: String, kind: StatsKind): String = s"$Prefix/devices/$mac/stats/${kind.key}"
-  def configPath(mac: String): String = s"$Prefix/devices/$mac/config"
-
   /** Parses a reply body, or None when the peer sent something that is not protocol v1. */
   def parse[A: JsonValueCodec](body: Array[Byte]): Option[A] =
     try Some(readFromArray[A](body))

@@ -49,6 +49,9 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def bodyAs[A: JsonValueCodec]: A = readFromArray[A](request.body)
 
   private val Forbidden = Reply.Response(403, Array.emptyByteArray)
+  /** The part of a config document the device reads. */
+  private final case class ConfigHeader(configSeq: Long)
+  private given JsonValueCodec[ConfigHeader] = com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker.make
 
   private final case class Moved(from: Option[DeviceState], to: DeviceState)
 
@@ -149,7 +152,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       join.ok(JoinReply(10, 30, configSeq = 1))
       expectMove(Discovering, ConfigDownloading)
       val download = nextCall(ApiCall.Config)
-      assert(download.request.path == Protocol.configPath(identity.mac) && download.request.body.isEmpty)
+      assert(download.request.path == s"/api/v1/devices/${identity.mac}/config" && download.request.body.isEmpty)
       download.ok(ConfigHeader(1))
       expectMove(ConfigDownloading, Reporting)
       val beat = heartbeatDue()
@@ -161,7 +164,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       joinAndDownload(heartbeatS = 100, statsS = 30) // the heartbeat's phase (50 s) comes after the stats' (15 s)
       pass(15.seconds)
       val round = (1 to 3).map(_ => nextCall(ApiCall.Stats))
-      assert(round.map(_.request.path).toSet == StatsKind.values.map(Protocol.statsPath(identity.mac, _)).toSet)
+      assert(round.map(_.request.path).toSet == StatsKind.values.map(k => s"/api/v1/devices/${identity.mac}/stats/${k.key}").toSet)
 
     "go to ConfigDownloading when a heartbeat reply announces a newer config, then report the new seq" in new Fixture:
       joinAndDownload()
