@@ -78,10 +78,10 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   def replied(kind: MessageKind, reply: Reply, latencyNanos: Long): Unit =
     val k = figures(kind.index)
     reply match
-      case Reply.Response(status, _, _) =>
-        if status / 100 == 2 then k.ok.increment()
-        else if status == 403 then k.forbidden.increment()
-        else k.failed(statusReason(status).ordinal).increment()
+      case r: Reply.Response =>
+        if r.ok then k.ok.increment()
+        else if r.status == 403 then k.forbidden.increment()
+        else k.failed(statusReason(r.status).ordinal).increment()
       case Reply.Failed(reason) => k.failed(reason.ordinal).increment()
     k.latency.record(latencyNanos)
     k.inFlight.decrement()

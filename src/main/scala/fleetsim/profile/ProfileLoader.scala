@@ -43,9 +43,13 @@ object ProfileLoader:
 
   /** A profile read but not compiled yet: what the run needs to know before it can compile it. */
   final class Parsed private[ProfileLoader] (val name: String, config: Config, base: Option[Path]):
-    /** The transport the profile asks for, if any (checked when compiled). */
-    def transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport").unwrapped).collect { case s: String => s }
-    def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base).profile
+    /** The transport the profile asks for, if any: needed before it is compiled, so checked here. */
+    val transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport")).map { value =>
+      value.unwrapped match
+        case t @ ("http" | "ssh") => t.asInstanceOf[String]
+        case other => throw ProfileError(s"${where(value)}: transport must be http or ssh (got '$other')")
+    }
+    def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
   def parse(nameOrFile: String, settings: Config): Parsed =
@@ -74,14 +78,16 @@ object ProfileLoader:
 
   // ---- the compiler: one profile, read once ----
 
-  private final class Compiler(root: Config, context: FleetContext, base: Option[Path]):
+  /** file:line of a value, as a profile's errors say it. */
+  private def where(value: ConfigValue): String =
+    val origin = value.origin
+    val file = Option(origin.filename).orElse(Option(origin.resource)).orElse(Option(origin.url).map(_.toString)).getOrElse(origin.description)
+    if origin.lineNumber > 0 then s"$file:${origin.lineNumber}" else file
+
+  private final class Compiler(root: Config, context: FleetContext, base: Option[Path], transport: Option[String]):
     private val functions = Template.functions
     private val slots = Slots()
 
-    private def where(value: ConfigValue): String =
-      val origin = value.origin
-      val file = Option(origin.filename).orElse(Option(origin.resource)).orElse(Option(origin.url).map(_.toString)).getOrElse(origin.description)
-      if origin.lineNumber > 0 then s"$file:${origin.lineNumber}" else file
     private def fail(value: ConfigValue, message: String): Nothing = throw ProfileError(s"${where(value)}: $message")
     private def failAt(config: Config, path: String, message: String): Nothing = fail(config.getValue(path), message)
 
@@ -105,10 +111,6 @@ object ProfileLoader:
       "a device profile")
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"
-    val transport: Option[String] = Option.when(root.hasPath("transport"))(string(root, "transport")).map { t =>
-      if t != "http" && t != "ssh" then failAt(root, "transport", s"transport must be http or ssh (got '$t')")
-      t
-    }
 
     // ---- who the devices are ----
 

@@ -163,7 +163,10 @@ final class TemplateCall(
           out.append("\r\n")
         }
         out.toString.getBytes(UTF_8)
-    Request(kind, method, path.text(scope), lines, body.fold(Empty)(_.bytes(scope)))
+    val bytes = body match
+      case Some(template) => template.bytes(scope)
+      case None => Empty
+    Request(kind, method, path.text(scope), lines, bytes)
 
   def read(reply: Reply, device: DeviceScope): Outcome = reply match
     case r: Reply.Response if r.ok =>

@@ -100,6 +100,12 @@ class ProfileLoaderSpec extends AnyWordSpec:
       refused("{\"mac\":\"{{mac}}\"}", "{\"mac\":\"{{mac}}\"", 4, "is not JSON")
     "refuse an unknown key, with a suggestion" in
       refused("interval = 10s", "intervall = 10s", 9, "unknown key 'intervall'", "did you mean interval?")
+    "refuse a transport it cannot have, where it says it, before a run starts" in {
+      val file = write("tcp.conf", good.replace("name = \"mine\"", "name = \"mine\"\ntransport = tcp"))
+      val (code, _, err) = fleetsim("run", "--device-profile", file.toString, "--devices", "1")
+      assert(code == 2, err)
+      assert(err.linesIterator.next() == s"fleetsim: $file:2: transport must be http or ssh (got 'tcp')", err)
+    }
     "refuse a file that is not there, and suggest a built-in profile" in {
       val (code, _, err) = fleetsim("run", "--device-profile", "ap-v2", "--devices", "1")
       assert(code == 2 && err.contains("no device profile 'ap-v2'") && err.contains("did you mean ap-v1?"), err)
