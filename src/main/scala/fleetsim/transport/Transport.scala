@@ -51,6 +51,14 @@ enum FailureReason(val key: String):
   /** Every connection already had its fill of calls in flight (http.max-connections x
     * http.pipelining): the controller answers more slowly than the fleet calls. */
   case Overloaded extends FailureReason("overloaded")
+  /** The TLS handshake failed for a reason none of the three below names (no common protocol or cipher, say). */
+  case TlsHandshakeFailed extends FailureReason("tlsHandshakeFailed")
+  /** The server refused the device's client certificate, or asked for one the device did not have. */
+  case CertificateRejected extends FailureReason("certificateRejected")
+  /** The server's certificate does not chain to a trusted CA (the system's, or --ca-file's). */
+  case ServerUntrusted extends FailureReason("serverUntrusted")
+  /** The server's certificate is trusted but names neither the host nor the IP address the device called. */
+  case HostnameMismatch extends FailureReason("hostnameMismatch")
   /** Anything else: a broken connection, a reply the profile cannot read. */
   case ProtocolError extends FailureReason("protocolError")
   /** The SSH server refused the device's credentials: like a 403, the device must join again. */
