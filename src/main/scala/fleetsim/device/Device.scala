@@ -338,7 +338,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Every call's outcome comes back as a message. */
   private def send(through: Transport, call: Call): Unit =
     val n = session
-    pipe(through.send(call.render(this)), Reply.Failed(FailureReason.ProtocolError))(Replied(n, call, _))
+    pipe(through.send(number, call.render(this)), Reply.Failed(FailureReason.ProtocolError))(Replied(n, call, _))
 
   /** A future's outcome as a message to this device; `failure` stands for a failed future. */
   private def pipe[A](future: Future[A], failure: A)(message: A => Command): Unit =

@@ -7,10 +7,10 @@ import scala.concurrent.{ExecutionContext, Future}
 
 /** Counts and times every call through the transport it wraps. */
 final class MeteredTransport(inner: Transport, metrics: FleetMetrics) extends Transport:
-  def send(request: Request): Future[Reply] =
+  def send(device: Int, request: Request): Future[Reply] =
     val started = System.nanoTime()
     metrics.sent(request.kind)
-    val reply = inner.send(request)
+    val reply = inner.send(device, request)
     reply.onComplete { result =>
       metrics.replied(request.kind, result.getOrElse(Reply.Failed(FailureReason.ProtocolError)), System.nanoTime() - started)
     }(using ExecutionContext.parasitic)
@@ -40,6 +40,6 @@ final class MeteredTunnels(inner: Tunnels, metrics: FleetMetrics) extends Tunnel
 
   private final class MeteredTunnel(tunnel: Tunnel) extends Tunnel:
     private val metered = MeteredTransport(tunnel, metrics)
-    def send(request: Request): Future[Reply] = metered.send(request)
+    def send(device: Int, request: Request): Future[Reply] = metered.send(device, request)
     def lost: Future[Done] = tunnel.lost
     def close(): Future[Done] = tunnel.close()

@@ -60,7 +60,7 @@ final class HttpTransport(host: String, port: Int, settings: HttpSettings, devic
   // close one the client is about to use.
   private val tcp = Tcp(system).outgoingConnection(address, connectTimeout = settings.connectTimeout, idleTimeout = settings.keepAliveTimeout)
 
-  def send(request: Request): Future[Reply] =
+  def send(device: Int, request: Request): Future[Reply] =
     val bytes = renderer.render(request) // once, however many connections it tries
     val first = next.getAndIncrement()
     @tailrec def attempt(tried: Int): Future[Reply] =

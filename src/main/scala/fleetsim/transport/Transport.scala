@@ -73,7 +73,10 @@ final case class SshEndpoint(host: String, port: Int)
   * a library exception, only a [[Reply]].
   */
 trait Transport:
-  def send(request: Request): Future[Reply]
+  /** @param device the sender's number in the fleet: a transport that gives devices their own
+    *               connection, address or certificate finds them by it; a shared one ignores it
+    */
+  def send(device: Int, request: Request): Future[Reply]
   def close(): Future[Done]
 
 /** A device's own tunnel to the controller: calls travel through it, and [[lost]] completes when

@@ -56,7 +56,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   private final case class Moved(from: Option[DeviceState], to: DeviceState)
 
   private final class ScriptedTransport(calls: ActorRef[Call]) extends Transport:
-    def send(request: Request): Future[Reply] =
+    def send(device: Int, request: Request): Future[Reply] =
       val reply = Promise[Reply]()
       calls ! Call(request, reply)
       reply.future
@@ -75,7 +75,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val broken = Promise[Done]()
     @volatile var closed = false
     private val through = ScriptedTransport(calls)
-    def send(request: Request): Future[Reply] = through.send(request)
+    def send(device: Int, request: Request): Future[Reply] = through.send(device, request)
     def lost: Future[Done] = broken.future
     def close(): Future[Done] =
       closed = true

@@ -25,7 +25,7 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
 
   def lost: Future[Done] = closed.future
 
-  def send(request: Request): Future[Reply] =
+  def send(device: Int, request: Request): Future[Reply] =
     // Opening a channel on a session that just closed throws: that too is a failed call, not a crash.
     try currentConnection().send(renderer.render(request)).getOrElse(Future.successful(Reply.Failed(FailureReason.Overloaded)))
     catch case e: Exception => Future.successful(Reply.Failed(Replies.reason(e)))
