@@ -6,7 +6,7 @@ import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
 import fleetsim.transport.ssh.SshTunnels
-import fleetsim.transport.{HttpTransport, Tunnels}
+import fleetsim.transport.{Dialer, HttpTransport, Tunnels}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -127,7 +127,9 @@ object FleetRun:
       }
       metrics = FleetMetrics(settings.profile.kinds, exporters.registry)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      http = HttpTransport(url.authority.host.address, url.effectivePort, settings.http, settings.fleet.devices)
+      host = url.authority.host.address
+      dialer = Dialer(host, url.effectivePort, settings.http, tls = None, settings.sourceIps)
+      http = HttpTransport(host, url.effectivePort, dialer, settings.connection, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
       tunnels = sshTunnels.map(MeteredTunnels(_, metrics))
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()

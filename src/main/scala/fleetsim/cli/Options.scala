@@ -17,9 +17,11 @@ enum ValueKind(val expected: String):
   case Duration extends ValueKind("a duration with a unit, like 500ms, 30s, 5m or 1h")
   case Port extends ValueKind("a port number from 0 to 65535 (0 picks a free port)")
   case Size extends ValueKind("a size, like 512, 4KiB or 1MiB")
-  case Url extends ValueKind("an address like http://127.0.0.1:8080")
+  case Url extends ValueKind("an address like http://127.0.0.1:8080 or https://127.0.0.1:8443")
   case HostPort extends ValueKind("HOST:PORT, like 127.0.0.1:2222")
   case Choice(options: String*) extends ValueKind(s"one of ${options.mkString(", ")}")
+  /** On when named alone (`--insecure-tls`); `--insecure-tls=off` says off. */
+  case Switch extends ValueKind("on or off")
   case Text extends ValueKind("a value")
 
   /** None when `text` is a valid value of this kind. */
@@ -37,13 +39,14 @@ enum ValueKind(val expected: String):
       case Url => validUrl(text)
       case HostPort => scala.util.Try(fleetsim.hostPort(text, "")).isSuccess
       case Choice(options*) => options.contains(text)
+      case Switch => text == "on" || text == "off"
       case Text => text.nonEmpty
     Option.when(!ok)(s"'$text' is not $expected")
 
   private def validUrl(text: String): Boolean =
     try
       val uri = URI(text)
-      uri.getScheme == "http" && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
+      (uri.getScheme == "http" || uri.getScheme == "https") && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
     catch case _: Exception => false
 
 /** One definition of an option: its flag, its environment variable, its key in a config file. */
@@ -90,6 +93,13 @@ object Flag:
     "ap-agent dialect: how long a device's key lasts before its calls get 401 (0s: forever)")
   val IotTokens = Flag("iot-tokens", "fleetsim.controller.iot-tokens", ValueKind.Text,
     "iot-telemetry dialect: a CSV of provisioned tokens (column token); empty admits any")
+  val SourceIps = Flag("source-ips", "fleetsim.http.source-ips", ValueKind.Text,
+    "local addresses devices call from, each device always the same one: a block (127.0.1.0/24) or a list; each device then keeps its own connection")
+  val CaFile = Flag("ca-file", "fleetsim.tls.ca-file", ValueKind.Text, "PEM file of the CAs that sign an https:// controller's certificate (default: the system's)")
+  val InsecureTls = Flag("insecure-tls", "fleetsim.tls.insecure", ValueKind.Switch, "trust any server certificate, no hostname check (warned about once)")
+  val ClientCa = Flag("client-ca", "fleetsim.tls.client-ca", ValueKind.Text, "a CA certificate (PEM) to issue each device its own client certificate from, at start")
+  val ClientCaKey = Flag("client-ca-key", "fleetsim.tls.client-ca-key", ValueKind.Text, "the private key (PEM) of --client-ca")
+  val ClientCerts = Flag("client-certs", "fleetsim.tls.client-certs", ValueKind.Text, "a folder of per-device certificates: NAME.pem + NAME.key or NAME.p12 (see fleetsim.tls.client-certs-name)")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
 
 /** What a command line asked for. */
@@ -132,8 +142,10 @@ object Options:
         val (name, inline) = arg.drop(2).split("=", 2) match
           case Array(n, v) => (n, Some(v))
           case Array(n) => (n, None)
+        val switch = byName.get(name).exists(_.kind == ValueKind.Switch)
         val (value, next) = inline match
           case Some(v) => (v, tail)
+          case None if switch => ("on", tail)
           case None =>
             tail match
               case v :: more => (v, more)

@@ -1,14 +1,12 @@
 package fleetsim.cli
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.device.{Call, DeviceProfile, DeviceScope, DeviceState}
+import fleetsim.device.{Call, DeviceProfile}
 import fleetsim.fleet.FleetSettings
-import fleetsim.profile.{FleetContext, ProfileLoader}
+import fleetsim.profile.{FleetContext, ProfileLoader, Specimen}
 
 import java.io.PrintStream
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.SplittableRandom
-import java.util.random.RandomGenerator
 
 /** `fleetsim profile check NAME|FILE` validates a device profile and prints what device 0 and
   * device 1 would send, sending nothing; `fleetsim profile show NAME` prints a built-in profile as a
@@ -51,12 +49,3 @@ object ProfileCommand:
         profile.triggers.foreach(_.calls.foreach(show(_, "when behind")))
       0
     case _ => throw UsageError("profile takes check NAME|FILE or show NAME", "profile")
-
-  /** A device as `check` shows it: Reporting, just started, nothing kept yet. */
-  private final class Specimen(val number: Int, profile: DeviceProfile) extends DeviceScope:
-    def state: DeviceState = DeviceState.Reporting
-    def uptimeS: Long = 0
-    val random: RandomGenerator = SplittableRandom(number)
-    val registers: Array[Long] = new Array[Long](profile.registers)
-    val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
-    profile.forget(this) // every kept value at its default

@@ -19,7 +19,8 @@ object RunCommand:
     Flag.Devices, Flag.DeviceProfile, Flag.DevicesCsv, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
     Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.Pipelining, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport,
     Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
-    Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile)
+    Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile,
+    Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
@@ -29,9 +30,8 @@ object RunCommand:
       case Parsed.Help(text) => out.println(text); 0
       case Parsed.Settings(config) =>
         val settings = settingsOf("run")(RunSettings(config))
-        val connections = settings.http.connectionsFor(settings.fleet.devices)
         val tunnels = if settings.ssh.isDefined then settings.fleet.devices else 0
-        DescriptorBudget.check(connections, tunnels, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
+        DescriptorBudget.check(settings.connections, tunnels, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
         given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
         val run = bindOrExplain(Flag.ControllerPort, system)(FleetRun.start(settings))
         execute(run, out)

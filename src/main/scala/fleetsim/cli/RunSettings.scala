@@ -6,7 +6,8 @@ import fleetsim.controller.ControllerSettings
 import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{FleetContext, ProfileLoader, ProfiledDevice}
-import fleetsim.transport.HttpSettings
+import fleetsim.tls.TlsSettings
+import fleetsim.transport.{ConnectionMode, HttpSettings, SourceAddresses}
 import fleetsim.transport.ssh.SshSettings
 import org.apache.sshd.common.config.keys.PublicKeyEntry
 
@@ -26,6 +27,9 @@ final case class RunSettings(
     fleet: FleetSettings,
     device: DeviceSettings,
     http: HttpSettings,
+    connection: ConnectionMode,
+    sourceIps: Option[SourceAddresses],
+    tls: TlsSettings,
     ssh: Option[SshSettings],
     profile: ProfiledDevice,
     controller: ControllerSettings,
@@ -36,6 +40,9 @@ final case class RunSettings(
     statsd: Option[(String, Int)],
     described: String):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
+
+  /** Connections the fleet may hold open at once. */
+  def connections: Int = if connection == ConnectionMode.Shared then http.connectionsFor(fleet.devices) else fleet.devices
 
   /** "http" or "ssh", as summary.json says it. */
   def transport: String = if ssh.isDefined then "ssh" else "http"
@@ -51,6 +58,13 @@ object RunSettings:
       case "http" => None
       case "ssh" => Some(SshSettings(config))
       case other => throw IllegalArgumentException(s"fleetsim.fleet.transport must be http or ssh (got '$other')")
+    val sourceIps = Option(config.getString("fleetsim.http.source-ips")).filter(_.nonEmpty).map { text =>
+      SourceAddresses.parse(text).fold(problem => throw IllegalArgumentException(s"--source-ips: $problem"), addresses => addresses)
+    }
+    val tls = TlsSettings(config)
+    val ownIdentity = Seq(
+      Option.when(sourceIps.isDefined)("address (--source-ips)"),
+      Option.when(tls.clientCertificates)("certificate (--client-ca or --client-certs)")).flatten.headOption
     val sshKey = ssh.map(s => PublicKeyEntry.toString(s.keys.getPublic))
     val resultsDir =
       if explicitDir.nonEmpty then Paths.get(explicitDir)
@@ -59,6 +73,9 @@ object RunSettings:
       fleet = fleet,
       device = DeviceSettings(config),
       http = HttpSettings(config),
+      connection = parsed.connectionMode(ownIdentity),
+      sourceIps = sourceIps,
+      tls = tls,
       ssh = ssh,
       profile = parsed.compile(FleetContext(fleet, sshKey, config)),
       controller = ControllerSettings(config),

@@ -39,14 +39,16 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   def dialectsUpToDate: Int = dialects.upToDate
 
   val route: Route = concat(
-    pathPrefix("api" / "v1")(extractRequest(r => api(r.attribute(SshGateway.Tunnelled).isDefined))),
+    pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(r.attribute(SshGateway.Tunnelled).isDefined, ip.toOption.fold("")(_.getHostAddress))))),
     dialects.route,
     pathPrefix("admin")(loopbackOnly(admin)))
 
   // ---- protocol v1 ----
 
-  /** @param tunnelled the call came through an SSH tunnel */
-  private def api(tunnelled: Boolean): Route = concat(
+  /** @param tunnelled the call came through an SSH tunnel
+    * @param address where the call came from ("" through a tunnel)
+    */
+  private def api(tunnelled: Boolean, address: String): Route = concat(
     path("join") {
       (post & faulty(ApiCall.Join) & entity(as[Array[Byte]])) { body =>
         Protocol.parse[JoinRequest](body) match
@@ -57,7 +59,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
             key match
               case Some(Failure(_)) => complete(StatusCodes.BadRequest, "sshKey is not an OpenSSH public key")
               case _ =>
-                registry.join(join.mac, join.serial, join.model, join.firmware, key.map(_.get))
+                registry.join(join.mac, join.serial, join.model, join.firmware, key.map(_.get), address)
                 val ssh = gateway.map(g => SshEndpoint(g.address.getHostString, g.address.getPort))
                 accept(ApiCall.Join, tunnelled, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq, ssh))
       }
@@ -71,6 +73,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
               device.state = beat.state
             }
             device.lastSeenMillis = System.currentTimeMillis()
+            registry.seenFrom(device, address)
             accept(ApiCall.Heartbeat, tunnelled, HeartbeatReply(registry.configSeq))
           }
         },
@@ -150,7 +153,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     },
     (path("devices") & get & parameter("limit".as[Int].withDefault(100))) { limit =>
       val rows = registry.devicesView.take(limit).map { (mac, d) =>
-        DeviceView(mac, d.serial, d.model, d.firmware, d.state, d.configSeq, d.joins, Instant.ofEpochMilli(d.lastSeenMillis).toString)
+        DeviceView(mac, d.serial, d.model, d.firmware, d.state, d.configSeq, d.joins, Instant.ofEpochMilli(d.lastSeenMillis).toString, d.address)
       }
       complete(json(rows.toList))
     },
@@ -185,9 +188,11 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     }
 
 object ControllerRoutes:
-  /** A row of `GET /admin/devices`; `lastSeen` is the last join or heartbeat, ISO-8601 in UTC. */
+  /** A row of `GET /admin/devices`; `lastSeen` is the last join or heartbeat, ISO-8601 in UTC;
+    * `address` where that call came from.
+    */
   final case class DeviceView(mac: String, serial: String, model: String, firmware: String, state: String, configSeq: Long,
-      joins: Long, lastSeen: String)
+      joins: Long, lastSeen: String, address: String)
   final case class Dropped(sessions: Int)
 
   given JsonValueCodec[ControllerCounts] = JsonCodecMaker.make

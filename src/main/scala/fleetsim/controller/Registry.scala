@@ -23,6 +23,8 @@ final class DeviceRecord(val serial: String, model0: String, firmware0: String):
   @volatile var lastSeenMillis: Long = 0
   /** The SSH key the device presented at its latest join, if any. */
   @volatile var sshKey: Option[PublicKey] = None
+  /** The address its latest call came from ("" through a tunnel); the few distinct ones shared. */
+  @volatile var address: String = ""
   /** Joins so far; written under the registry's lock for this device. */
   @volatile var joins: Int = 0
 
@@ -42,6 +44,7 @@ final class Registry:
   private val injectedErrors = Tally()
   private val tunnelled = Tally()
   private val forwardsRefused = LongAdder()
+  private val addressChanges = LongAdder()
 
   def configSeq: Long = seq.get
   def bumpConfig(): Long = seq.incrementAndGet()
@@ -52,9 +55,10 @@ final class Registry:
   def allow(mac: String): Unit = forbidden.remove(mac)
   def isForbidden(mac: String): Boolean = forbidden.contains(mac)
 
-  def join(mac: String, serial: String, model: String, firmware: String, sshKey: Option[PublicKey]): Unit =
+  def join(mac: String, serial: String, model: String, firmware: String, sshKey: Option[PublicKey], address: String): Unit =
     devices.compute(mac, (_, known) =>
       val record = Option(known).getOrElse(DeviceRecord(serial, model, firmware))
+      seenFrom(record, address)
       record.sshKey = sshKey
       record.joins += 1
       record.lastSeenMillis = System.currentTimeMillis()
@@ -74,13 +78,19 @@ final class Registry:
   def countReceived(kind: String, throughTunnel: Boolean = false): Unit =
     received.add(kind)
     if throughTunnel then tunnelled.add(kind)
+  /** Notes the address a device's call came from, counting a change: a real device keeps its address. */
+  def seenFrom(device: DeviceRecord, address: String): Unit =
+    if address != device.address then
+      if device.address.nonEmpty then addressChanges.increment()
+      device.address = address.intern()
+
   def countForwardRefused(): Unit = forwardsRefused.increment()
   def countRefused(kind: String): Unit = refused.add(kind)
   def countInjectedError(kind: String): Unit = injectedErrors.add(kind)
 
   def counts: ControllerCounts =
     ControllerCounts(registered, forbiddenCount, configSeq, received.sums, tunnelled.sums, refused.sums, injectedErrors.sums,
-      forwardsRefused.sum)
+      forwardsRefused.sum, addressChanges.sum)
 
 /** Counts by name; protocol v1's kinds always listed, in their order, so a zero shows. */
 private final class Tally:
@@ -92,7 +102,8 @@ private final class Tally:
     ListMap.from((v1 ++ counts.keySet.asScala.toSeq.filterNot(v1.contains).sorted).map(k => k -> counts.get(k).sum))
 
 /** The controller's tallies by message kind: `received` counts calls answered 200, `tunnelled` the
-  * part of those that came through an SSH tunnel.
+  * part of those that came through an SSH tunnel. `addressChanges` counts protocol v1 calls that came
+  * from another address than the same device's call before.
   */
 final case class ControllerCounts(
     registered: Int,
@@ -103,6 +114,7 @@ final case class ControllerCounts(
     refused: Map[String, Long],
     injectedErrors: Map[String, Long],
     forwardsRefused: Long,
+    addressChanges: Long,
     sshSessions: Int = 0)
 
 /** Fault switches, flipped at run time through the admin API: added latency, injected 500s, and

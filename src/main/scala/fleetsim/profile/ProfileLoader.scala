@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.{JsonReader, JsonReaderExcepti
 import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
 import fleetsim.fleet.FleetSettings
-import fleetsim.transport.MessageKind
+import fleetsim.transport.{ConnectionMode, MessageKind}
 
 import java.io.File
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
@@ -49,6 +49,20 @@ object ProfileLoader:
         case t @ ("http" | "ssh") => t.asInstanceOf[String]
         case other => throw ProfileError(s"${where(value)}: transport must be http or ssh (got '$other')")
     }
+    private val connection = Option.when(config.hasPath("connection"))(config.getValue("connection"))
+
+    /** How the devices share connections: what the profile says, else shared, unless something
+      * that identifies a device lives in its connection (`identity`, the flag that asks for it).
+      */
+    def connectionMode(identity: Option[String]): ConnectionMode = connection match
+      case None => if identity.isDefined then ConnectionMode.PerDevice else ConnectionMode.Shared
+      case Some(value) =>
+        val mode = ConnectionMode.values.find(_.key == value.unwrapped).getOrElse(
+          throw ProfileError(s"${where(value)}: connection must be ${ConnectionMode.values.map(_.key).mkString(", ")} (got '${value.unwrapped}')"))
+        for flag <- identity if mode == ConnectionMode.Shared do
+          throw ProfileError(s"${where(value)}: connection = shared cannot carry each device's own ${flag}: say per-device or per-call")
+        mode
+
     def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
@@ -107,7 +121,7 @@ object ProfileLoader:
       try config.getString(path)
       catch case _: ConfigException.WrongType => failAt(config, path, s"$path must be one value, like \"text\"")
 
-    keysOf(root.root, Set("name", "transport", "identity", "constants", "join", "messages", "triggers", "ssh", "reactions"),
+    keysOf(root.root, Set("name", "transport", "connection", "identity", "constants", "join", "messages", "triggers", "ssh", "reactions"),
       "a device profile")
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"

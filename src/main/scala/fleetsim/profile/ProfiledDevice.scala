@@ -6,6 +6,7 @@ import fleetsim.transport.{MessageKind, Reply, Request, SshEndpoint}
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 import java.time.format.DateTimeFormatter
 import java.time.{Instant, ZonedDateTime}
+import java.util.SplittableRandom
 import java.util.random.RandomGenerator
 import java.util.regex.Pattern
 
@@ -32,6 +33,11 @@ final class ProfiledDevice(
     Option(host.text(device)).filter(_.nonEmpty).map(SshEndpoint(_, port.number(device).toInt))
   }
   def forget(device: DeviceScope): Unit = forgotten.foreach(_.reset(device))
+
+  /** Device `number`'s name before it has joined (its login, the MAC for most profiles): the
+    * subject of the client certificate issued for it, and the name its certificate file goes by.
+    */
+  def identityName(number: Int): String = login(Specimen(number, this))
 
 /** One call a template is rendered for: the device, and the periodic message it is part of (-1 for
   * the join and triggers). Made per call: templates read the device through it.
@@ -197,3 +203,14 @@ object TemplateCall:
       else
         try (ZonedDateTime.parse(value.trim, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant.toEpochMilli - Instant.now.toEpochMilli).max(0) * 1_000_000L
         catch case _: java.time.format.DateTimeParseException => 0
+
+/** A device as it is before it joins: Reporting, just started, nothing kept yet. `profile check`
+  * renders its calls; a certificate is named after it.
+  */
+final class Specimen(val number: Int, profile: DeviceProfile) extends DeviceScope:
+  def state: DeviceState = DeviceState.Reporting
+  def uptimeS: Long = 0
+  val random: RandomGenerator = SplittableRandom(number)
+  val registers: Array[Long] = new Array[Long](profile.registers)
+  val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
+  profile.forget(this) // every kept value at its default

@@ -12,9 +12,13 @@ import scala.collection.mutable.ArrayBuffer
   * response model cost more CPU than everything else a device does (ADR docs/adr/0003).
   */
 object Http1:
-  /** Renders calls to `host` (the Host header: "name:port"). */
-  final class Renderer(host: String):
-    private val afterPath = s" HTTP/1.1\r\nHost: $host\r\nUser-Agent: fleetsim\r\n".getBytes(US_ASCII)
+  /** Renders calls to `host` (the Host header: "name:port").
+    *
+    * @param close each call asks the server to close the connection after its reply
+    */
+  final class Renderer(host: String, close: Boolean = false):
+    private val afterPath =
+      s" HTTP/1.1\r\nHost: $host\r\nUser-Agent: fleetsim\r\n${if close then "Connection: close\r\n" else ""}".getBytes(US_ASCII)
     private val contentLength = "Content-Length: ".getBytes(US_ASCII)
     private val space = " ".getBytes(US_ASCII)
     private val crlf = "\r\n".getBytes(US_ASCII)

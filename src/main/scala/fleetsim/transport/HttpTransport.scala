@@ -3,14 +3,14 @@ package fleetsim.transport
 import com.typesafe.config.Config
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.scaladsl.Tcp
+import org.apache.pekko.util.ByteString
 
 import fleetsim.finiteDuration
-import java.net.InetSocketAddress
+import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.{AtomicInteger, AtomicReferenceArray}
 import scala.annotation.tailrec
 import scala.concurrent.duration.*
-import scala.concurrent.Future
+import scala.concurrent.{ExecutionContext, Future}
 
 /** The HTTP client settings.
   *
@@ -44,43 +44,62 @@ object HttpSettings:
       connectTimeout = c.finiteDuration("connect-timeout"),
       keepAliveTimeout = c.finiteDuration("keep-alive-timeout"))
 
-/** A fixed set of pipelined HTTP/1.1 connections to the controller, shared by the whole fleet. A
-  * call goes to the next connection with room; when none has, it fails at once as Overloaded
-  * rather than queueing past its deadline. A closed connection is opened again by its next call.
+/** Calls to the controller over HTTP/1.1, on connections shared as `mode` says.
+  *
+  * Shared: a fixed set of pipelined connections carries the whole fleet. A call goes to the next
+  * connection with room; when none has, it fails at once as Overloaded rather than queueing past
+  * its deadline. A closed connection is opened again by its next call. Per device: each device's
+  * own connection, opened by its first call and again after it closes. Per call: a new connection
+  * for each call, closed by the server after its reply (`Connection: close`).
   */
-final class HttpTransport(host: String, port: Int, settings: HttpSettings, devices: Int)(using system: ActorSystem[?])
+final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: ConnectionMode, settings: HttpSettings, devices: Int)(
+    using system: ActorSystem[?])
     extends Transport:
-  private val size = settings.connectionsFor(devices)
-  private val connections = AtomicReferenceArray[PipelinedConnection](size)
+  private val size = if mode == ConnectionMode.Shared then settings.connectionsFor(devices) else 0
+  private val shared = AtomicReferenceArray[PipelinedConnection](size)
+  private val own = ConcurrentHashMap[Int, PipelinedConnection]()
   private val next = AtomicInteger()
   private val deadlines = Deadlines(settings.requestTimeout)
-  private val renderer = Http1.Renderer(s"$host:$port")
-  private val address = InetSocketAddress(host, port)
-  // Closes a connection idle for keep-alive-timeout, before the server's own idle timeout can
-  // close one the client is about to use.
-  private val tcp = Tcp(system).outgoingConnection(address, connectTimeout = settings.connectTimeout, idleTimeout = settings.keepAliveTimeout)
+  private val renderer = Http1.Renderer(s"$host:$port", close = mode == ConnectionMode.PerCall)
 
   def send(device: Int, request: Request): Future[Reply] =
-    val bytes = renderer.render(request) // once, however many connections it tries
+    val bytes = renderer.render(request)
+    mode match
+      case ConnectionMode.Shared => sendShared(bytes)
+      case ConnectionMode.PerDevice =>
+        orOverloaded(own.compute(device, (_, current) => if current != null && current.isOpen then current else open(device)).send(bytes))
+      case ConnectionMode.PerCall => orOverloaded(PipelinedConnection(dialer.bytes(device), 1, deadlines).send(bytes))
+
+  private def sendShared(bytes: ByteString): Future[Reply] =
     val first = next.getAndIncrement()
     @tailrec def attempt(tried: Int): Future[Reply] =
-      if tried == size then Future.successful(Reply.Failed(FailureReason.Overloaded))
-      else connection(Math.floorMod(first + tried, size)).send(bytes) match
+      if tried == size then overloaded
+      else sharedConnection(Math.floorMod(first + tried, size)).send(bytes) match
         case Some(reply) => reply
         case None => attempt(tried + 1)
     attempt(0)
 
-  private def connection(slot: Int): PipelinedConnection =
-    val current = connections.get(slot)
+  private def sharedConnection(slot: Int): PipelinedConnection =
+    val current = shared.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = PipelinedConnection(tcp, settings.pipelining, deadlines)
-      if connections.compareAndSet(slot, current, fresh) then fresh
+      val fresh = PipelinedConnection(dialer.bytes(slot), settings.pipelining, deadlines)
+      if shared.compareAndSet(slot, current, fresh) then fresh
       else
         fresh.close()
-        connections.get(slot)
+        shared.get(slot)
+
+  /** A device's own connection; forgotten once it closes, so idle devices hold nothing. */
+  private def open(device: Int): PipelinedConnection =
+    val connection = PipelinedConnection(dialer.bytes(device), settings.pipelining, deadlines)
+    connection.finished.onComplete(_ => own.remove(device, connection))(using ExecutionContext.parasitic)
+    connection
+
+  private val overloaded = Future.successful(Reply.Failed(FailureReason.Overloaded))
+  private def orOverloaded(sent: Option[Future[Reply]]): Future[Reply] = sent.getOrElse(overloaded)
 
   def close(): Future[Done] =
     deadlines.close()
-    (0 until size).flatMap(i => Option(connections.get(i))).foreach(_.close())
+    (0 until size).flatMap(i => Option(shared.get(i))).foreach(_.close())
+    own.values.forEach(_.close())
     Future.successful(Done)

@@ -37,6 +37,9 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     .run()
   done.onComplete(closed)(using ExecutionContext.parasitic)
 
+  /** Completes when the connection has closed, for any reason. */
+  def finished: Future[Done] = done.transform(_ => Success(Done))(using ExecutionContext.parasitic)
+
   def isOpen: Boolean = synchronized(!closing)
 
   /** The reply to a call rendered by [[Http1.Renderer]], or None when the connection is full or

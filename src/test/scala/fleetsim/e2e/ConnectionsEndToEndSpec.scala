@@ -1,0 +1,60 @@
+package fleetsim.e2e
+
+import com.typesafe.config.{Config, ConfigFactory}
+import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.device.DeviceState.Reporting
+import fleetsim.transport.ConnectionMode
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.nio.file.Files
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** How devices share connections, and where they call from, as the reference controller sees it
+  * over real sockets.
+  */
+class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
+
+  private val Devices = 200
+  private val dir = Files.createTempDirectory("fleetsim-connections-e2e")
+
+  private def config(extra: String): Config =
+    ConfigFactory.parseString(s"""
+      fleetsim.fleet { devices = $Devices, ramp-rate = 1000 }
+      fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s }
+      fleetsim.http.request-timeout = 2s
+      fleetsim.device.backoff { min = 100ms, max = 1s }
+      fleetsim.run.results-dir = "${Files.createTempDirectory(dir, "run")}"
+      $extra
+      """).withFallback(ConfigFactory.load()).resolve()
+
+  /** A copy of ap-v1 that says how its devices use connections. */
+  private def apV1With(connection: String): String =
+    val text = fleetsim.profile.ProfileLoader.builtInText("ap-v1").get
+    Files.writeString(dir.resolve(s"ap-v1-$connection.conf"), s"$text\nconnection = $connection\n").toString
+
+  "--source-ips" should {
+    "send each device from its own stable address of the block" in {
+      val c = config("""fleetsim.http.source-ips = "127.0.1.0/28" """)
+      val settings = RunSettings(c)
+      assert(settings.connection == ConnectionMode.PerDevice) // an address is an identity: no sharing
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(settings), 30.seconds)
+        val admin = Admin(run.controllerUrl)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        // Two heartbeats each after join, so a device that moved would have shown it.
+        eventually(assert(run.controller.get.counts.received("heartbeat") >= 2L * Devices))
+        val rows = admin.devices()
+        assert(rows.size == Devices)
+        assert(rows.map(_.address).toSet == (0 until 16).map(i => s"127.0.1.$i").toSet)
+        for row <- rows do
+          val number = (java.lang.Long.parseLong(row.mac.replace(":", ""), 16) - settings.fleet.macBase).toInt
+          assert(row.address == s"127.0.1.${number % 16}", row.mac)
+        assert(run.controller.get.counts.addressChanges == 0)
+        Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
