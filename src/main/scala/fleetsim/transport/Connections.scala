@@ -66,7 +66,7 @@ object SourceAddresses:
           val free = 32 - prefix
           Block((toLong(network) >> free) << free, 1L << free)
       case Array(_) =>
-        spec.split(',', -1).map(_.trim).toVector
+        spec.split(",", -1).map(_.trim).toVector
           .foldLeft[Either[String, Vector[InetAddress]]](Right(Vector.empty))((list, part) => list.flatMap(l => address(part).map(l :+ _)))
           .map(Listed(_))
       case _ => Left(s"'$spec' is neither a block (127.0.1.0/24) nor a list (127.0.0.2,127.0.0.3)")
