@@ -1,7 +1,5 @@
 package fleetsim.cli
 
-import fleetsim.fleet.DescriptorBudget
-import fleetsim.metrics.ProcessWatch
 import fleetsim.report.Summary
 import org.apache.pekko.Done
 import org.apache.pekko.actor.CoordinatedShutdown
@@ -30,8 +28,7 @@ object RunCommand:
       case Parsed.Help(text) => out.println(text); 0
       case Parsed.Settings(config) =>
         val settings = settingsOf("run")(RunSettings(config))
-        val tunnels = if settings.ssh.isDefined then settings.fleet.devices else 0
-        DescriptorBudget.check(settings.connections, tunnels, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit).left.foreach(m => throw CannotRun(m))
+        Preflight.check(settings)
         given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
         val run = bindOrExplain(Flag.ControllerPort, system)(FleetRun.start(settings))
         execute(run, out)

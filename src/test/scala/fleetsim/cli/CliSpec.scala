@@ -54,6 +54,11 @@ class CliSpec extends AnyWordSpec with Eventually:
       assertUsageError(fleetsim("run", "--transport", "ftp"), "--transport: 'ftp' is not one of http, ssh")
       assertUsageError(fleetsim("run", "--controller-ssh", "localhost"), "--controller-ssh: 'localhost' is not HOST:PORT")
       assertUsageError(fleetsim("run", "--transport", "ssh", "--ssh-key", "/nonexistent/key"), "cannot read SSH key '/nonexistent/key'")
+      assertUsageError(fleetsim("run", "--source-ips", "127.0.1.0/33"), "--source-ips: '127.0.1.0/33': the prefix length must be a number from 8 to 32")
+      assertUsageError(fleetsim("run", "--source-ips", "192.0.2.1"), "--source-ips: cannot call from 192.0.2.1")
+      assertUsageError(fleetsim("run", "--ca-file", "/nonexistent/ca.pem"), "--ca-file: cannot read /nonexistent/ca.pem")
+      assertUsageError(fleetsim("run", "--client-ca", "/nonexistent/ca.pem"), "--client-ca and --client-ca-key go together")
+      assertUsageError(fleetsim("run", "--insecure-tls=maybe"), "--insecure-tls: 'maybe' is not on or off")
     }
 
     "refuse an unreadable or invalid config file with exit 2 and one line" in {
