@@ -11,7 +11,7 @@ import scala.concurrent.duration.*
 /** `fleetsim controller`: the reference controller in its own process, until Ctrl-C. */
 object ControllerCommand:
   val Flags: Seq[Flag] =
-    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.AgentKeyLifetime, Flag.IotTokens, Flag.Profile)
+    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.AgentKeyLifetime, Flag.IotTokens, Flag.Tls, Flag.ClientCertsRequired, Flag.Profile)
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("controller", Flags, args) match
@@ -22,6 +22,7 @@ object ControllerCommand:
         val controller = bindOrExplain(Flag.Port, system)(Controller.start(settings, ssh = true))
         val ssh = controller.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
         out.println(s"fleetsim controller listening on ${controller.url}$ssh (protocol v1 under /api/v1, the ap-agent and iot-telemetry dialects under /agent and /iot/v1, admin API under /admin, loopback only)")
+        controller.tls.foreach(t => out.println(s"HTTPS with the CA in ${t.caFile} (fleets: --ca-file ${t.caFile})"))
         out.println(s"devices get heartbeat every ${settings.heartbeatInterval.toSeconds}s, stats every ${settings.statsInterval.toSeconds}s; Ctrl-C stops")
         out.flush()
         Await.result(system.whenTerminated, Duration.Inf)

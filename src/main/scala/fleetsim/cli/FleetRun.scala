@@ -5,6 +5,7 @@ import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
+import fleetsim.tls.FleetTls
 import fleetsim.transport.ssh.SshTunnels
 import fleetsim.transport.{Dialer, HttpTransport, Tunnels}
 import fleetsim.web.Dashboard
@@ -128,7 +129,12 @@ object FleetRun:
       metrics = FleetMetrics(settings.profile.kinds, exporters.registry)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
       host = url.authority.host.address
-      dialer = Dialer(host, url.effectivePort, settings.http, tls = None, settings.sourceIps)
+      embeddedCa = controller.flatMap(_.tls).map(_.authority)
+      tls = Option.when(url.scheme == "https") {
+        FleetTls(host, url.effectivePort, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)),
+          FleetTls.certificates(settings.tls, embeddedCa.filter(_ => settings.controller.clientCertsRequired)), settings.profile.identityName)
+      }
+      dialer = Dialer(host, url.effectivePort, settings.http, tls, settings.sourceIps)
       http = HttpTransport(host, url.effectivePort, dialer, settings.connection, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
       tunnels = sshTunnels.map(MeteredTunnels(_, metrics))

@@ -41,6 +41,9 @@ object Main:
         err.println(s"fleetsim: ${e.getMessage}")
         err.println(s"Try './fleetsim ${if e.command.isEmpty then "" else e.command + " "}--help'.")
         2
+      case e: fleetsim.tls.TlsFileError =>
+        err.println(s"fleetsim: ${e.getMessage}")
+        2
       case e: CannotRun =>
         err.println(s"fleetsim: ${e.getMessage}")
         1

@@ -100,6 +100,9 @@ object Flag:
   val ClientCa = Flag("client-ca", "fleetsim.tls.client-ca", ValueKind.Text, "a CA certificate (PEM) to issue each device its own client certificate from, at start")
   val ClientCaKey = Flag("client-ca-key", "fleetsim.tls.client-ca-key", ValueKind.Text, "the private key (PEM) of --client-ca")
   val ClientCerts = Flag("client-certs", "fleetsim.tls.client-certs", ValueKind.Text, "a folder of per-device certificates: NAME.pem + NAME.key or NAME.p12 (see fleetsim.tls.client-certs-name)")
+  val Tls = Flag("tls", "fleetsim.controller.tls", ValueKind.Switch, "the reference controller serves HTTPS, its CA and certificate kept in --state-dir/tls")
+  val ClientCertsRequired = Flag("client-certs-required", "fleetsim.controller.client-certs-required", ValueKind.Switch,
+    "with --tls: the reference controller admits only clients with a certificate its CA signed")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
 
 /** What a command line asked for. */

@@ -3,8 +3,13 @@ package fleetsim.cli
 import fleetsim.fleet.DescriptorBudget
 import fleetsim.metrics.ProcessWatch
 
+import fleetsim.tls.{CertificateAuthority, DeviceCertificates, FleetTls}
+import fleetsim.transport.FailureReason
+
 import java.io.IOException
-import java.net.{InetSocketAddress, Socket}
+import java.net.{InetSocketAddress, Socket, URI}
+import scala.concurrent.Await
+import scala.concurrent.duration.*
 
 /** What would make every device fail the same way, found once before any device starts: one line
   * that says what to do beats a million identical failures.
@@ -14,9 +19,25 @@ object Preflight:
     val tunnels = if settings.ssh.isDefined then settings.fleet.devices else 0
     DescriptorBudget.check(settings.connections, tunnels, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit)
       .left.foreach(m => throw CannotRun(m))
+    for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))
+    // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
+    for (cert, key) <- settings.tls.clientCa.zip(settings.tls.clientCaKey) do CertificateAuthority.load(cert, key)
+    for dir <- settings.tls.clientCerts do
+      Await.result(DeviceCertificates.folder(dir, settings.tls.clientCertsName).forDevice(0, settings.profile.identityName(0)), 30.seconds)
     for addresses <- settings.sourceIps; address <- addresses.samples.take(64) do
       val socket = Socket()
       try socket.bind(InetSocketAddress(address, 0))
       catch case e: IOException =>
         throw UsageError(s"--source-ips: cannot call from ${address.getHostAddress} (${e.getMessage}): give addresses this machine has (on loopback, any 127.x.y.z)", "run")
       finally socket.close()
+
+  /** An untrusted server certificate, or one for another name, would fail every device forever. */
+  private def serverTrusted(settings: RunSettings, url: URI): Unit =
+    val port = if url.getPort < 0 then 443 else url.getPort
+    FleetTls.serverRefused(url.getHost, port, FleetTls.trust(settings.tls, None), timeoutMillis = 5000).foreach {
+      case (FailureReason.HostnameMismatch, words) =>
+        throw UsageError(s"the controller's certificate does not name ${url.getHost} ($words): call it by a name or address its certificate has, or pass --insecure-tls to skip the check", "run")
+      case (_, words) =>
+        val trusted = settings.tls.caFile.fold("the system's trust store")(f => s"the CAs in $f")
+        throw UsageError(s"the controller's certificate at $url is not signed by $trusted ($words): pass --ca-file with the CA that signed it, or --insecure-tls to skip the check", "run")
+    }

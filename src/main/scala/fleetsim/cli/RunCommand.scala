@@ -18,7 +18,8 @@ object RunCommand:
     Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.Pipelining, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport,
     Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
     Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile,
-    Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts)
+    Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts, Flag.Tls,
+    Flag.ClientCertsRequired)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
@@ -29,6 +30,8 @@ object RunCommand:
       case Parsed.Settings(config) =>
         val settings = settingsOf("run")(RunSettings(config))
         Preflight.check(settings)
+        if settings.tls.insecure then
+          err.println("fleetsim: warning: --insecure-tls: the controller's certificate is not checked, so anyone on the path could pose as it")
         given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
         val run = bindOrExplain(Flag.ControllerPort, system)(FleetRun.start(settings))
         execute(run, out)

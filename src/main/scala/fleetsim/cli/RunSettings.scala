@@ -62,9 +62,12 @@ object RunSettings:
       SourceAddresses.parse(text).fold(problem => throw IllegalArgumentException(s"--source-ips: $problem"), addresses => addresses)
     }
     val tls = TlsSettings(config)
+    val controller = ControllerSettings(config)
+    val controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/"))
     val ownIdentity = Seq(
       Option.when(sourceIps.isDefined)("address (--source-ips)"),
-      Option.when(tls.clientCertificates)("certificate (--client-ca or --client-certs)")).flatten.headOption
+      Option.when(tls.clientCertificates)("certificate (--client-ca or --client-certs)"),
+      Option.when(controllerUrl.isEmpty && controller.clientCertsRequired)("certificate (--client-certs-required)")).flatten.headOption
     val sshKey = ssh.map(s => PublicKeyEntry.toString(s.keys.getPublic))
     val resultsDir =
       if explicitDir.nonEmpty then Paths.get(explicitDir)
@@ -78,8 +81,8 @@ object RunSettings:
       tls = tls,
       ssh = ssh,
       profile = parsed.compile(FleetContext(fleet, sshKey, config)),
-      controller = ControllerSettings(config),
-      controllerUrl = Option(config.getString("fleetsim.controller.url")).filter(_.nonEmpty).map(_.stripSuffix("/")),
+      controller = controller,
+      controllerUrl = controllerUrl,
       resultsDir = resultsDir,
       statusInterval = run.finiteDuration("status-interval"),
       dashboard = DashboardSettings(config),

@@ -3,7 +3,9 @@ package fleetsim.controller
 import fleetsim.PortInUse
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.http.scaladsl.Http
+import org.apache.pekko.http.scaladsl.{ConnectionContext, Http}
+import org.apache.pekko.http.scaladsl.model.HttpRequest
+import org.apache.pekko.stream.scaladsl.Flow
 import org.apache.pekko.http.scaladsl.server.Route
 import org.apache.pekko.http.scaladsl.settings.ServerSettings
 
@@ -11,10 +13,13 @@ import java.net.InetSocketAddress
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
-/** A running reference controller: protocol v1 and the admin API on one HTTP port. */
-final class Controller private (val registry: Registry, routes: ControllerRoutes, binding: Http.ServerBinding, val ssh: Option[SshGateway]):
+/** A running reference controller: protocol v1, the other dialects and the admin API on one HTTP
+  * (or, with `tls`, HTTPS) port.
+  */
+final class Controller private (val registry: Registry, routes: ControllerRoutes, binding: Http.ServerBinding, val ssh: Option[SshGateway],
+    val tls: Option[ControllerTls]):
   def address: InetSocketAddress = binding.localAddress
-  def url: String = s"http://${address.getHostString}:${address.getPort}"
+  def url: String = s"${if tls.isDefined then "https" else "http"}://${address.getHostString}:${address.getPort}"
   def counts: ControllerCounts = routes.counts
   /** Devices of the ap-agent and iot-telemetry dialects that applied the current config. */
   def dialectsUpToDate: Int = routes.dialectsUpToDate
@@ -34,11 +39,19 @@ object Controller:
     given ExecutionContext = system.executionContext
     val routes = ControllerRoutes(registry, settings)
     val defaults = ServerSettings(system.classicSystem)
-    val server = defaults.withTimeouts(defaults.timeouts.withIdleTimeout(settings.idleTimeout))
-    Http(system.classicSystem)
-      .newServerAt(settings.host, settings.port)
-      .withSettings(server)
-      .bind(routes.route)
+    val tls = Option.when(settings.tls)(ControllerTls(settings.stateDir, settings.host, settings.clientCertsRequired))
+    val server = defaults
+      .withTimeouts(defaults.timeouts.withIdleTimeout(settings.idleTimeout))
+      .withParserSettings(defaults.parserSettings.withIncludeSslSessionAttribute(settings.clientCertsRequired))
+    val handler = Route.toFunction(routes.route)(using system.classicSystem)
+    // Materialized once per connection: so it counts them.
+    val connections = Flow.fromMaterializer { (_, _) =>
+      registry.countConnection()
+      Flow[HttpRequest].mapAsync(server.pipeliningLimit)(handler)
+    }
+    val at = Http(system.classicSystem).newServerAt(settings.host, settings.port).withSettings(server)
+    tls.fold(at)(t => at.enableHttps(ConnectionContext.httpsServer(() => t.engine())))
+      .bindFlow(connections)
       .recoverWith(PortInUse.whenBinding(settings.port, "http"))
       .flatMap { binding =>
         val gateway =
@@ -47,7 +60,7 @@ object Controller:
         gateway.transform {
           case scala.util.Success(g) =>
             routes.gateway = g
-            scala.util.Success(Controller(registry, routes, binding, g))
+            scala.util.Success(Controller(registry, routes, binding, g, tls))
           case scala.util.Failure(e) =>
             binding.unbind()
             scala.util.Failure(e)

@@ -38,10 +38,22 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   /** Devices of the other dialects (ap-agent, iot-telemetry) that applied the current config. */
   def dialectsUpToDate: Int = dialects.upToDate
 
-  val route: Route = concat(
+  val route: Route = clientSubject(concat(
     pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(r.attribute(SshGateway.Tunnelled).isDefined, ip.toOption.fold("")(_.getHostAddress))))),
     dialects.route,
-    pathPrefix("admin")(loopbackOnly(admin)))
+    pathPrefix("admin")(loopbackOnly(admin))))
+
+  /** Notes the subject of the client's certificate (present with --client-certs-required). */
+  private def clientSubject(inner: Route): Route =
+    optionalAttribute(AttributeKeys.sslSession) {
+      case Some(info) =>
+        Try(info.session.getPeerCertificates.headOption).toOption.flatten.foreach {
+          case cert: java.security.cert.X509Certificate => registry.sawClient(cert.getSubjectX500Principal.getName)
+          case _ => () // not X.509: nothing to count
+        }
+        inner
+      case None => inner
+    }
 
   // ---- protocol v1 ----
 

@@ -20,7 +20,9 @@ final case class ControllerSettings(
     stateDir: Path,
     agentSecret: String,
     agentKeyLifetime: FiniteDuration,
-    iotTokens: Option[Path]):
+    iotTokens: Option[Path],
+    tls: Boolean,
+    clientCertsRequired: Boolean):
   require(port >= 0 && port <= 65535, "the controller port must be between 0 and 65535")
   require(heartbeatInterval >= 1.second, "the heartbeat interval must be at least 1s")
   require(statsInterval >= 1.second, "the stats interval must be at least 1s")
@@ -29,6 +31,7 @@ final case class ControllerSettings(
   require(sshPort >= 0 && sshPort <= 65535, "the controller's SSH port must be between 0 and 65535")
   require(sshIdleTimeout > Duration.Zero, "fleetsim.controller.ssh-idle-timeout must be positive")
 
+  require(!clientCertsRequired || tls, "--client-certs-required needs --tls: client certificates travel in TLS")
   require(agentKeyLifetime >= Duration.Zero, "fleetsim.controller.agent-key-lifetime must not be negative")
   require(iotTokens.forall(java.nio.file.Files.isReadable(_)), s"fleetsim.controller.iot-tokens: cannot read ${iotTokens.getOrElse("")}")
 
@@ -50,4 +53,6 @@ object ControllerSettings:
       stateDir = Paths.get(c.getString("state-dir")),
       agentSecret = c.getString("agent-secret"),
       agentKeyLifetime = c.finiteDuration("agent-key-lifetime"),
-      iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(Paths.get(_)))
+      iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(Paths.get(_)),
+      tls = c.getBoolean("tls"),
+      clientCertsRequired = c.getBoolean("client-certs-required"))

@@ -45,6 +45,8 @@ final class Registry:
   private val tunnelled = Tally()
   private val forwardsRefused = LongAdder()
   private val addressChanges = LongAdder()
+  private val connections = LongAdder()
+  private val clientSubjects = ConcurrentHashMap.newKeySet[String]()
 
   def configSeq: Long = seq.get
   def bumpConfig(): Long = seq.incrementAndGet()
@@ -84,13 +86,17 @@ final class Registry:
       if device.address.nonEmpty then addressChanges.increment()
       device.address = address.intern()
 
+  def countConnection(): Unit = connections.increment()
+  /** A TLS client's certificate subject, seen on one of its calls. */
+  def sawClient(subject: String): Unit = clientSubjects.add(subject)
+
   def countForwardRefused(): Unit = forwardsRefused.increment()
   def countRefused(kind: String): Unit = refused.add(kind)
   def countInjectedError(kind: String): Unit = injectedErrors.add(kind)
 
   def counts: ControllerCounts =
     ControllerCounts(registered, forbiddenCount, configSeq, received.sums, tunnelled.sums, refused.sums, injectedErrors.sums,
-      forwardsRefused.sum, addressChanges.sum)
+      forwardsRefused.sum, addressChanges.sum, connections.sum, clientSubjects.size)
 
 /** Counts by name; protocol v1's kinds always listed, in their order, so a zero shows. */
 private final class Tally:
@@ -103,7 +109,8 @@ private final class Tally:
 
 /** The controller's tallies by message kind: `received` counts calls answered 200, `tunnelled` the
   * part of those that came through an SSH tunnel. `addressChanges` counts protocol v1 calls that came
-  * from another address than the same device's call before.
+  * from another address than the same device's call before; `connections` the HTTP(S) connections
+  * accepted; `clientSubjects` the distinct client-certificate subjects seen (--client-certs-required).
   */
 final case class ControllerCounts(
     registered: Int,
@@ -115,6 +122,8 @@ final case class ControllerCounts(
     injectedErrors: Map[String, Long],
     forwardsRefused: Long,
     addressChanges: Long,
+    connections: Long,
+    clientSubjects: Int,
     sshSessions: Int = 0)
 
 /** Fault switches, flipped at run time through the admin API: added latency, injected 500s, and
