@@ -188,4 +188,27 @@ class CliSpec extends AnyWordSpec with Eventually:
         assert(counts.body.contains("\"registered\":10"), counts.body)
       finally controller.destroy()
     }
+
+    "serve HTTPS with --tls: a fleet that does not trust its CA is refused in one line, one that does runs" in {
+      val state = tempDir()
+      val controller = start("controller", "--port", "0", "--tls", "--heartbeat-interval", "1s", "--state-dir", state.toString)
+      try
+        val banner = BufferedReader(InputStreamReader(controller.getInputStream)).readLine()
+        val url = "https://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
+        val ca = state.resolve("tls").resolve("ca.pem")
+        assert(Files.isRegularFile(ca))
+        assertUsageError(fleetsim("run", "--controller", url, "--devices", "5", "--duration", "2s"),
+          s"the controller's certificate at $url is not signed by the system's trust store")
+        val trusted = fleetsim("run", "--controller", url, "--ca-file", ca.toString, "--devices", "10", "--duration", "3s", "--dashboard", "off",
+          "--results", tempDir().resolve("run").toString)
+        assert(trusted.code == 0, trusted.err)
+        assert(trusted.out.contains("Reporting") && !trusted.err.contains("insecure"), trusted.out)
+        val dir = tempDir().resolve("insecure")
+        val insecure = fleetsim("run", "--controller", url, "--insecure-tls", "--devices", "10", "--duration", "3s", "--dashboard", "off",
+          "--results", dir.toString)
+        assert(insecure.code == 0, insecure.err)
+        assert("--insecure-tls".r.findAllIn(insecure.err).size == 1, insecure.err) // warned once
+        assert(Summary.read(dir.resolve("summary.json")).devices.byState("Reporting") == 10)
+      finally controller.destroy()
+    }
   }

@@ -58,3 +58,48 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
       }
     }
   }
+
+  "connection = per-call" should {
+    "open a connection for every call, which the server closes after its reply" in {
+      // Time enough that no call gives up on a busy machine: a call abandoned before the server read it is a connection without a call.
+      val c = config(s"""fleetsim.device-profile = "${apV1With("per-call")}"
+        fleetsim.http.request-timeout = 15s""")
+      val settings = RunSettings(c)
+      assert(settings.connection == ConnectionMode.PerCall)
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(settings), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(run.controller.get.counts.received("heartbeat") >= 2L * Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        val controller = summary.controller.get
+        val calls = controller.received.values.sum + controller.refused.values.sum + controller.injectedErrors.values.sum
+        assert(calls > 3L * Devices)
+        assert(summary.messages.values.map(_.failed).sum == 0)
+        assert(controller.connections == calls)
+      }
+    }
+  }
+
+  "connection = per-device" should {
+    "keep one connection a device for all its calls" in {
+      val c = config(s"""fleetsim.device-profile = "${apV1With("per-device")}" """)
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(run.controller.get.counts.received("heartbeat") >= 2L * Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.controller.get.connections == Devices)
+      }
+    }
+  }
+
+  "connection = shared with --source-ips" should {
+    "be refused with the profile's file:line: an address cannot be shared" in {
+      val profile = apV1With("shared")
+      val c = config(s"""fleetsim.device-profile = "$profile"
+        fleetsim.http.source-ips = "127.0.1.0/28" """)
+      val error = intercept[fleetsim.profile.ProfileError](RunSettings(c))
+      val line = java.nio.file.Files.readAllLines(java.nio.file.Path.of(profile)).size // the last line says it
+      assert(error.getMessage == s"$profile:$line: connection = shared cannot carry each device's own address (--source-ips): say per-device or per-call")
+    }
+  }
