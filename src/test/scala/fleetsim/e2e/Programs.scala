@@ -18,3 +18,4 @@ object Programs:
   def sshKeygen: Path = require("OpenSSH's ssh-keygen", "/usr/bin/ssh-keygen", "openssh-client")
   def chromium: Path = require("Chromium", "/usr/bin/chromium", "chromium")
   def chromedriver: Path = require("ChromeDriver", "/usr/bin/chromedriver", "chromium-driver")
+  def openssl: Path = require("OpenSSL", "/usr/bin/openssl", "openssl")
