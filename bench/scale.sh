@@ -6,13 +6,15 @@
 # to BENCHMARKS.md, and a heap histogram of the largest fleet.
 #   bench/scale.sh [SIZES...]     default: 10000 100000 1000000
 # Settings: STEADY (steady state after the ramp, default 3m); PROFILE (a device profile, default ap-v1,
-# e.g. bench/profiles/ap-v1-heavy.conf for what templating costs).
+# e.g. bench/profiles/ap-v1-heavy.conf for what templating costs); TLS=on (the controller serves
+# HTTPS with --tls, the fleet trusts its CA with --ca-file).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sizes=("$@")
 [ $# -gt 0 ] || sizes=(10000 100000 1000000)
 steady="${STEADY:-3m}"
 profile="${PROFILE:-ap-v1}"
+tls="${TLS:-off}"
 [ ! -f "$profile" ] || profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
 
 (cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
@@ -30,16 +32,17 @@ live_heap() { # bytes of live heap after a full GC
 
 rows=()
 for n in "${sizes[@]}"; do
-  java -Xmx6g -jar "$work/target/fleetsim.jar" controller --port 0 --profile large --state-dir "$work/controller" > "$results/$n-controller.log" 2>&1 &
+  java -Xmx6g -jar "$work/target/fleetsim.jar" controller --port 0 --profile large --tls="$tls" --state-dir "$work/controller" > "$results/$n-controller.log" 2>&1 &
   controller=$!
   for _ in $(seq 100); do grep -q "listening on" "$results/$n-controller.log" && break; sleep 0.2; done
-  url=$(grep -o 'http://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
+  url=$(grep -o 'https\?://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
+  trust=(); [ "$tls" = off ] || trust=(--ca-file "$work/controller/tls/ca.pem")
   ramp_s=$(( n / 10000 + 60 )) # the profile ramps at 10,000 devices/s, as fast as the controller admits them
   total=$(( ramp_s + $(seconds "$steady") ))
   cmd="./fleetsim run --profile large --device-profile $profile --controller $url --devices $n --dashboard off --duration ${total}s"
   echo "bench: $cmd" >&2
   (cd "$work" && ./fleetsim run --profile large --device-profile "$profile" --controller "$url" --devices "$n" --dashboard off --duration "${total}s" \
-     --results "$results/$n") > "$results/$n.log" 2>&1 &
+     --results "$results/$n" "${trust[@]}") > "$results/$n.log" 2>&1 &
   launcher=$!
   sleep 2
   fleet=$(pgrep -f "fleetsim.jar run --profile large --device-profile $profile --controller $url" | head -1)
@@ -89,12 +92,12 @@ done
 
 {
   echo
-  echo "### Scale: HTTP fleets against the controller in its own process — $(date -u +%Y-%m-%d)"
+  echo "### Scale: HTTP fleets against the controller in its own process$([ "$tls" = off ] || echo ", over TLS") — $(date -u +%Y-%m-%d)"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), G1 with -XX:MaxGCPauseMillis=50 and the heap from the launcher."
   echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"
   echo "\`./fleetsim run --profile large --controller URL --devices N --dashboard off --duration (N/10000 + 60 s + $steady)\`"
-  echo "(run by \`bench/scale.sh ${sizes[*]}\`). Live heap after \`jcmd GC.run\`, two thirds into the steady state;"
+  echo "(run by \`TLS=$tls PROFILE=$profile STEADY=$steady bench/scale.sh ${sizes[*]}\`). Live heap after \`jcmd GC.run\`, two thirds into the steady state;"
   echo "CPU: user + system seconds of the fleet process / messages delivered: over the whole process (with the bench's forced full collections and the shutdown), from the start to the end of the steady window (ramp included, before those collections), and over the steady window, the first two thirds of the steady state; lateness: median over the steady-state seconds of each second's p50 / p99, the p99 of the second at the 90th percentile of those, and the worst p99."
   echo
   echo "| devices | Reporting at end | fleet live heap B/device | controller live heap B/device | threads | CPU µs/message process / ramp + steady / steady | messages/s | failed | heartbeat lateness p50 / p99 / p99 of the 90th-percentile second / worst ms | all Reporting after |"
