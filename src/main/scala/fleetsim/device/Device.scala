@@ -37,6 +37,8 @@ object Device:
   private val due = IndexedSeq.tabulate(256)(Due(_))
   // Replies carry the session they belong to, so replies from before a rejoin are ignored.
   private final case class Replied(session: Int, call: Call, reply: Reply) extends Command
+  /** The reply a call's failed future stands for (a transport's never fails): one for all calls. */
+  private val failedFuture = Reply.Failed(FailureReason.ProtocolError)
 
   /** What every device of a fleet shares; each device keeps one reference to it.
     *
@@ -58,6 +60,8 @@ object Device:
     require(profile.messages.size <= due.size, s"a profile may have at most ${due.size} periodic messages")
     /** The periodic message a kind belongs to, by kind index; -1 for the join's and triggers' kinds. */
     private[device] val messageOf: Array[Int] = profile.kinds.map(k => profile.messages.indexWhere(_.kind == k)).toArray
+    /** Each periodic message's jitter: its own, or the device setting. */
+    private[device] val jitterOf: Array[Double] = profile.messages.map(_.jitter.getOrElse(settings.jitter)).toArray
 
   /** Device number `i` of the fleet; `context.actorOf` it, and `toTyped[Command]` its ref. */
   def props(i: Int, shared: Shared): Props = Props(new Device(i, shared)).copy(deploy = deploy)
@@ -330,7 +334,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     val now = shared.clock()
     events.late(message.kind, now - dueAt)
     val every = interval(i)
-    val next = dueAt + settings.jittered(every, random.nextDouble(), message.jitter.getOrElse(settings.jitter))
+    val next = dueAt + settings.jittered(every, random.nextDouble(), shared.jitterOf(i))
     val from = if next < now - every then now else next
     wake(due(i), (from - now).max(0).nanos)
     from
@@ -338,7 +342,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Every call's outcome comes back as a message. */
   private def send(through: Transport, call: Call): Unit =
     val n = session
-    pipe(through.send(number, call.render(this)), Reply.Failed(FailureReason.ProtocolError))(Replied(n, call, _))
+    pipe(through.send(number, call.render(this)), failedFuture)(Replied(n, call, _))
 
   /** A future's outcome as a message to this device; `failure` stands for a failed future. */
   private def pipe[A](future: Future[A], failure: A)(message: A => Command): Unit =

@@ -22,6 +22,9 @@ final case class FleetSettings(
   /** Device i's MAC: the base plus i. Derived whenever it is needed rather than kept, so quick to make. */
   def mac(i: Int): String = FleetSettings.formatMac(macBase + i)
 
+  /** Device i's MAC appended to `out`: a profile renders it into every call, so without a String each time. */
+  def appendMac(i: Int, out: java.lang.StringBuilder): Unit = FleetSettings.appendMac(macBase + i, out)
+
 object FleetSettings:
   private val MaxMac = 0xffffffffffffL
 
@@ -43,12 +46,15 @@ object FleetSettings:
     parts.foldLeft(0L)((acc, part) => (acc << 8) | Integer.parseInt(part, 16))
 
   def formatMac(mac: Long): String =
-    val text = new Array[Char](17)
+    val text = java.lang.StringBuilder(17)
+    appendMac(mac, text)
+    text.toString
+
+  /** 02:00:00:00:00:ff, lower case. */
+  def appendMac(mac: Long, out: java.lang.StringBuilder): Unit =
     var i = 0
     while i < 6 do
       val byte = (mac >> (40 - 8 * i)).toInt & 0xff
-      text(3 * i) = Character.forDigit(byte >> 4, 16)
-      text(3 * i + 1) = Character.forDigit(byte & 0xf, 16)
-      if i < 5 then text(3 * i + 2) = ':'
+      if i > 0 then out.append(':')
+      out.append(Character.forDigit(byte >> 4, 16)).append(Character.forDigit(byte & 0xf, 16))
       i += 1
-    String(text)

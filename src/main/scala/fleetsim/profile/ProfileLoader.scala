@@ -139,7 +139,7 @@ object ProfileLoader:
     private val identityFields: Map[String, Variable[CallScope]] =
       val fields = mutable.LinkedHashMap.empty[String, Variable[IdentityScope]]
       fields("number") = (s, out) => out.append(s.number)
-      fields("mac") = (s, out) => out.append(context.fleet.mac(s.number))
+      fields("mac") = (s, out) => context.fleet.appendMac(s.number, out)
       for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex do fields(column) = (s, out) => out.append(c.rows(s.number)(i))
       for (k, v) <- constants do fields(k) = (_, out) => out.append(v)
       if root.hasPath("identity") then
@@ -148,7 +148,7 @@ object ProfileLoader:
           fields(key) = identityField(key, block.get(key), fields.toMap)
       val direct: Map[String, Variable[CallScope]] = Map( // on every call's path: no identity scope for these
         "number" -> ((s, out) => out.append(s.device.number)),
-        "mac" -> ((s, out) => out.append(context.fleet.mac(s.device.number))))
+        "mac" -> ((s, out) => context.fleet.appendMac(s.device.number, out)))
       fields.toMap.map { (name, field) =>
         val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
         name -> direct.getOrElse(name, onCall)
