@@ -18,7 +18,8 @@ import scala.util.{Failure, Success}
 final class FleetTls(host: String, port: Int, trust: Trust, certificates: Option[DeviceCertificates], names: Int => String)(
     using ExecutionContext)
     extends TlsClient:
-  private val shared = TlsContexts.client(trust, None)
+  private val trustManagers = TlsContexts.trustManagers(trust)
+  private val shared = TlsContexts.client(trustManagers, None)
   private val own = ConcurrentHashMap[Int, Future[SSLContext]]()
 
   def perDevice: Boolean = certificates.isDefined
@@ -26,7 +27,7 @@ final class FleetTls(host: String, port: Int, trust: Trust, certificates: Option
   def engine(device: Int): Future[SSLEngine] = certificates match
     case None => Future.successful(engineOf(shared))
     case Some(source) =>
-      val context = own.computeIfAbsent(device, n => source.forDevice(n, names(n)).map(m => TlsContexts.client(trust, Some(m))))
+      val context = own.computeIfAbsent(device, n => source.forDevice(n, names(n)).map(m => TlsContexts.client(trustManagers, Some(m))))
       context.value match
         case Some(Success(ready)) => Future.successful(engineOf(ready))
         case Some(Failure(_)) => own.remove(device, context); context.map(engineOf) // tried again on the next connection

@@ -19,9 +19,12 @@ enum Trust:
 object TlsContexts:
   private val Protocols = Array("TLSv1.3", "TLSv1.2")
 
-  def client(trust: Trust, identity: Option[KeyMaterial]): SSLContext =
+  def client(trust: Trust, identity: Option[KeyMaterial]): SSLContext = client(trustManagers(trust), identity)
+
+  /** With trust managers made once for many contexts (one a device): making them is the costly part. */
+  def client(trust: Array[TrustManager], identity: Option[KeyMaterial]): SSLContext =
     val context = SSLContext.getInstance("TLS")
-    context.init(identity.map(keyManagers).orNull, trustManagers(trust), null)
+    context.init(identity.map(keyManagers).orNull, trust, null)
     context
 
   /** A client engine for `host:port`. With `verifyHostname`, the server's certificate must name the
@@ -60,7 +63,7 @@ object TlsContexts:
     factory.init(store, Array.emptyCharArray)
     factory.getKeyManagers
 
-  private def trustManagers(trust: Trust): Array[TrustManager] = trust match
+  def trustManagers(trust: Trust): Array[TrustManager] = trust match
     case Trust.System => null
     case Trust.Authorities(certificates) =>
       val store = KeyStore.getInstance("PKCS12")

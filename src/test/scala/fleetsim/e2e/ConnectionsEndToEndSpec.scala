@@ -61,20 +61,26 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
 
   "connection = per-call" should {
     "open a connection for every call, which the server closes after its reply" in {
-      // Time enough that no call gives up on a busy machine: a call abandoned before the server read it is a connection without a call.
+      // Time enough that no call gives up on a busy machine: a connection the client abandoned, the
+      // server may still accept, and a call abandoned before the server read it is a connection without a call.
+      // A connection a call is costly on both sides: calls spaced out, so a busy machine keeps up.
       val c = config(s"""fleetsim.device-profile = "${apV1With("per-call")}"
-        fleetsim.http.request-timeout = 15s""")
+        fleetsim.http { request-timeout = 30s, connect-timeout = 30s }
+        fleetsim.controller { heartbeat-interval = 4s, stats-interval = 8s }""")
       val settings = RunSettings(c)
       assert(settings.connection == ConnectionMode.PerCall)
       withSystem(c) {
         val run = Await.result(FleetRun.start(settings), 30.seconds)
-        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        def failures = run.metrics.snapshot().byKind.map((k, m) => k -> m.failures.filter(_._2 > 0)).mkString(", ")
+        eventually(withClue(s"${run.metrics.devicesByState} $failures")(assert(run.metrics.devicesByState(Reporting) == Devices)))
         eventually(assert(run.controller.get.counts.received("heartbeat") >= 2L * Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val controller = summary.controller.get
         val calls = controller.received.values.sum + controller.refused.values.sum + controller.injectedErrors.values.sum
         assert(calls > 3L * Devices)
-        assert(summary.messages.values.map(_.failed).sum == 0)
+        withClue(summary.messages.values.map(_.failures).mkString("failures: ", ", ", "")) {
+          assert(summary.messages.values.map(_.failed).sum == 0)
+        }
         assert(controller.connections == calls)
       }
     }
