@@ -38,10 +38,12 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   /** Devices of the other dialects (ap-agent, iot-telemetry) that applied the current config. */
   def dialectsUpToDate: Int = dialects.upToDate
 
-  val route: Route = clientSubject(concat(
-    pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(r.attribute(SshGateway.Tunnelled).isDefined, ip.toOption.fold("")(_.getHostAddress))))),
-    dialects.route,
-    pathPrefix("admin")(loopbackOnly(admin))))
+  val route: Route =
+    val all = concat(
+      pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(r.attribute(SshGateway.Tunnelled).isDefined, ip.toOption.fold("")(_.getHostAddress))))),
+      dialects.route,
+      pathPrefix("admin")(loopbackOnly(admin)))
+    if settings.clientCertsRequired then clientSubject(all) else all // the plain path as it was
 
   /** Notes the subject of the client's certificate (present with --client-certs-required). */
   private def clientSubject(inner: Route): Route =
