@@ -7,7 +7,8 @@
 #   bench/scale.sh [SIZES...]     default: 10000 100000 1000000
 # Settings: STEADY (steady state after the ramp, default 3m); PROFILE (a device profile, default ap-v1,
 # e.g. bench/profiles/ap-v1-heavy.conf for what templating costs); TLS=on (the controller serves
-# HTTPS with --tls, the fleet trusts its CA with --ca-file).
+# HTTPS with --tls, the fleet trusts its CA with --ca-file); RAMP_RATE (devices a second, default the
+# profile's 10,000); CONTROLLER_OPTS (JVM options of the controller, e.g. -Dfleetsim.controller.idle-timeout=600s).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sizes=("$@")
@@ -32,17 +33,18 @@ live_heap() { # bytes of live heap after a full GC
 
 rows=()
 for n in "${sizes[@]}"; do
-  java -Xmx6g -jar "$work/target/fleetsim.jar" controller --port 0 --profile large --tls="$tls" --state-dir "$work/controller" > "$results/$n-controller.log" 2>&1 &
+  java -Xmx6g ${CONTROLLER_OPTS:-} -jar "$work/target/fleetsim.jar" controller --port 0 --profile large --tls="$tls" --state-dir "$work/controller" > "$results/$n-controller.log" 2>&1 &
   controller=$!
   for _ in $(seq 100); do grep -q "listening on" "$results/$n-controller.log" && break; sleep 0.2; done
   url=$(grep -o 'https\?://127.0.0.1:[0-9]*' "$results/$n-controller.log" | head -1)
   trust=(); [ "$tls" = off ] || trust=(--ca-file "$work/controller/tls/ca.pem")
-  ramp_s=$(( n / 10000 + 60 )) # the profile ramps at 10,000 devices/s, as fast as the controller admits them
+  ramp=(); [ -z "${RAMP_RATE:-}" ] || ramp=(--ramp-rate "$RAMP_RATE")
+  ramp_s=$(( n / ${RAMP_RATE:-10000} + 60 )) # the profile ramps at 10,000 devices/s, as fast as the controller admits them
   total=$(( ramp_s + $(seconds "$steady") ))
   cmd="./fleetsim run --profile large --device-profile $profile --controller $url --devices $n --dashboard off --duration ${total}s"
   echo "bench: $cmd" >&2
   (cd "$work" && ./fleetsim run --profile large --device-profile "$profile" --controller "$url" --devices "$n" --dashboard off --duration "${total}s" \
-     --results "$results/$n" "${trust[@]}") > "$results/$n.log" 2>&1 &
+     --results "$results/$n" "${trust[@]}" "${ramp[@]}") > "$results/$n.log" 2>&1 &
   launcher=$!
   sleep 2
   fleet=$(pgrep -f "fleetsim.jar run --profile large --device-profile $profile --controller $url" | head -1)

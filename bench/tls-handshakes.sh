@@ -1,66 +1,47 @@
 #!/usr/bin/env bash
-# Benchmark: TLS handshakes a second against the reference controller in its own process, with
-# client certificates required (`controller --tls --client-certs-required`), as devices with their
-# own certificates make them: full (a new TLS context each time, as a device's first connection) and
-# resumed (one context, whose session the server resumes, as a device's reconnects). Each handshake
-# ends with one HTTP call, whose reply carries the TLS 1.3 session ticket. Also: client certificates
-# issued a second (EC P-256, as --client-ca issues them), on one thread.
-#   bench/tls-handshakes.sh        THREADS (default 4) clients, SECONDS_EACH (default 10) a mode
+# Benchmark: TLS handshakes a second with client certificates, as devices with their own
+# certificates make them (bench/TlsHandshakes.java: full and resumed, and the client's CPU a
+# handshake), against two servers in their own processes: the reference controller
+# (`controller --tls --client-certs-required`, the JDK's TLS) and `openssl s_server` with the same
+# certificates, which shows what the fleet's side does when the server is not the limit. Also:
+# client certificates issued a second (EC P-256, as --client-ca issues them), on one thread. Each in
+# TLS 1.3 and in TLS 1.2 (--tls-version), whose resumption needs no new key exchange.
+#   bench/tls-handshakes.sh        THREADS (default 4) clients, SECONDS_EACH (default 20) a mode,
+#                                  after 15 s of warm-up a mode
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 threads="${THREADS:-4}"
-seconds="${SECONDS_EACH:-10}"
+seconds="${SECONDS_EACH:-20}"
 (cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
 work="$(mktemp -d)"
+classpath="$here/target/fleetsim.jar:$(ls "$here"/target/lib/*.jar | tr '\n' ':')"
 java -Xmx2g -jar "$here/target/fleetsim.jar" controller --port 0 --tls --client-certs-required --state-dir "$work/state" > "$work/controller.log" 2>&1 &
 controller=$!
-trap 'kill $controller 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $controller ${sserver:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$work/controller.log" && break; sleep 0.2; done
 port=$(grep -o 'https://127.0.0.1:[0-9]*' "$work/controller.log" | head -1 | sed 's/.*://')
-
-cat > "$work/bench.jsh" <<JSH
-import java.nio.file.*; import java.security.*; import java.security.cert.*; import javax.net.ssl.*;
-import java.util.concurrent.*; import java.util.concurrent.atomic.*;
-var dir = Path.of("$work/state/tls");
-var authority = fleetsim.tls.CertificateAuthority\$.MODULE\$.load(dir.resolve("ca.pem"), dir.resolve("ca.key"));
-var trustStore = KeyStore.getInstance("PKCS12"); trustStore.load(null, null); trustStore.setCertificateEntry("ca", authority.certificate());
-var trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm()); trust.init(trustStore);
-var device = authority.issueClient("02:00:00:00:00:01");
-var keyStore = KeyStore.getInstance("PKCS12"); keyStore.load(null, null);
-keyStore.setKeyEntry("device", device.key(), new char[0], scala.jdk.javaapi.CollectionConverters.asJava(device.chain()).toArray(new java.security.cert.Certificate[0]));
-var keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm()); keys.init(keyStore, new char[0]);
-SSLContext context() throws Exception { var c = SSLContext.getInstance("TLS"); c.init(keys.getKeyManagers(), trust.getTrustManagers(), null); return c; }
-byte[] call = "GET /admin/counts HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".getBytes();
-void handshake(SSLContext c) throws Exception {
-  try (var s = (SSLSocket) c.getSocketFactory().createSocket("127.0.0.1", $port)) {
-    var p = s.getSSLParameters(); p.setEndpointIdentificationAlgorithm("HTTPS"); s.setSSLParameters(p);
-    s.startHandshake(); s.getOutputStream().write(call); s.getOutputStream().flush();
-    if (!new String(s.getInputStream().readAllBytes()).startsWith("HTTP/1.1 200")) throw new IllegalStateException("not answered");
-  }
-}
-double rate(boolean resumed) throws Exception {
-  var shared = context(); handshake(shared);
-  var done = new AtomicLong(); var failed = new AtomicLong(); long end = System.nanoTime() + ${seconds}L * 1_000_000_000L;
-  var pool = Executors.newFixedThreadPool($threads);
-  for (int t = 0; t < $threads; t++) pool.submit(() -> { while (System.nanoTime() < end) { try { handshake(resumed ? shared : context()); done.incrementAndGet(); } catch (Exception e) { failed.incrementAndGet(); } } return null; });
-  pool.shutdown(); pool.awaitTermination(${seconds} + 60, TimeUnit.SECONDS);
-  if (failed.get() > 0) System.out.println("failed: " + failed.get());
-  return done.get() / (double) ${seconds};
-}
-rate(false); // warm up both sides
-System.out.printf("| full | %.0f |%n", rate(false));
-System.out.printf("| resumed | %.0f |%n", rate(true));
-long t0 = System.nanoTime(); for (int i = 0; i < 2000; i++) authority.issueClient("02:00:00:00:" + i);
-System.out.printf("| certificates issued (one thread) | %.0f |%n", 2000 / ((System.nanoTime() - t0) / 1e9));
-/exit
-JSH
+tls="$work/state/tls"
 {
   echo
   echo "### TLS handshakes a second, client certificates required — $(date -u +%Y-%m-%d)"
   echo
-  echo "Machine: $(nproc) cores, $(java -version 2>&1 | head -1). \`bench/tls-handshakes.sh\`: $threads client threads for ${seconds} s a mode against \`./fleetsim controller --tls --client-certs-required\` in its own process, both on this machine."
+  echo "Machine: $(nproc) cores, $(java -version 2>&1 | head -1), $(openssl version | cut -d' ' -f1-2). \`bench/tls-handshakes.sh\`: $threads client threads (\`bench/TlsHandshakes.java\`, JDK SSLSocket, EC P-256 client certificate) for ${seconds} s a mode after 15 s of warm-up, against each server in its own process on this machine; client CPU = the client threads' CPU time / handshakes; server CPU = the server process's user + system time / handshakes."
   echo
-  echo "| handshake + one call | per second |"
-  echo "| --- | --- |"
-  jshell --class-path "$here/target/fleetsim.jar:$(ls "$here"/target/lib/*.jar | tr '\n' ':')" -R-Xmx1g "$work/bench.jsh" 2>&1 | grep '^|\|failed'
+  echo "| server | handshake + one call | per second | client CPU ms each | server CPU ms each |"
+  echo "| --- | --- | --- | --- | --- |"
+  for server in controller openssl; do
+    if [ "$server" = openssl ]; then
+      kill $controller; wait $controller 2>/dev/null || true
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      openssl s_server -accept "127.0.0.1:$port" -cert "$tls/server.pem" -key "$tls/server.key" -CAfile "$tls/ca.pem" -Verify 1 -www -quiet > "$work/s_server.log" 2>&1 &
+      sserver=$!; pid=$sserver; name="openssl s_server"
+      for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.2; done
+    else
+      pid=$controller; name="fleetsim controller"
+    fi
+    for protocol in TLSv1.3 TLSv1.2; do
+      java -cp "$classpath" "$here/bench/TlsHandshakes.java" "$tls" "$port" "$threads" "$seconds" "$name" "$pid" "$protocol" 2> "$work/$server.err" \
+        | grep '^|\|failed' || { cat "$work/$server.err" >&2; exit 1; }
+    done
+  done
 } | tee -a "$here/BENCHMARKS.md"

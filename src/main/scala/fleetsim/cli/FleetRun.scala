@@ -5,9 +5,10 @@ import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
-import fleetsim.tls.FleetTls
+import fleetsim.tls.{FleetTls, MqttTls}
+import fleetsim.transport.mqtt.MqttSessions
 import fleetsim.transport.ssh.SshTunnels
-import fleetsim.transport.{Dialer, HttpTransport, Tunnels}
+import fleetsim.transport.{Dialer, HttpTransport, Transport, Tunnels}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -36,7 +37,7 @@ final class FleetRun private (
     val controller: Option[Controller],
     val controllerUrl: String,
     val dashboard: Option[Dashboard],
-    transport: HttpTransport,
+    transport: Transport,
     tunnels: Option[Tunnels],
     wheel: TimingWheel,
     fleet: ActorRef[Fleet.Command],
@@ -112,16 +113,18 @@ object FleetRun:
     Files.writeString(settings.resultsDir.resolve(Report.ConfigFile), settings.described)
     val exporters = Exporters(prometheus = settings.dashboard.enabled, statsd = settings.statsd)
     system.whenTerminated.foreach(_ => exporters.close()) // /metrics answers until the very end
-    val embedded = settings.controllerUrl match
-      case Some(_) => Future.successful(None)
-      case None => Controller.start(settings.controller, ssh = settings.ssh.isDefined).map(Some(_))
+    val mqtt = settings.transport == "mqtt"
+    val embedded =
+      if !settings.embedded then Future.successful(None)
+      else Controller.start(settings.controller, ssh = settings.ssh.isDefined, mqtt = mqtt).map(Some(_))
     val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
       case Some(prometheus) => Dashboard.start(settings.dashboard, settings.described, prometheus).map(Some(_))
       case None => Future.successful(None)
     for
       controller <- embedded
       board <- dashboard
-      url = Uri(settings.controllerUrl.orElse(controller.map(_.url)).get)
+      // MQTT devices call the broker; the others the controller.
+      url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
       sshTunnels = settings.ssh.map { ssh =>
         val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
         SshTunnels(ssh, SshdSocketAddress(host, port), settings.http)
@@ -132,12 +135,23 @@ object FleetRun:
       embeddedCa = controller.flatMap(_.tls).map(_.authority)
       tls = Option.when(url.scheme == "https") {
         FleetTls(host, url.effectivePort, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)),
-          FleetTls.certificates(settings.tls, embeddedCa.filter(_ => settings.controller.clientCertsRequired)), settings.profile.identityName)
+          FleetTls.certificates(settings.tls, embeddedCa.filter(_ => settings.controller.clientCertsRequired)), settings.profile.identityName,
+          settings.tls.protocols)
       }
-      dialer = Dialer(host, url.effectivePort, settings.http, tls, settings.sourceIps)
-      http = HttpTransport(host, url.effectivePort, dialer, settings.connection, settings.http, settings.fleet.devices)
+      port = if url.authority.port != 0 then url.authority.port else url.scheme match
+        case "mqtts" => 8883
+        case "mqtt" => 1883
+        case _ => url.effectivePort
+      http: Transport =
+        if mqtt then Transport.Unused
+        else HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, settings.fleet.devices)
       transport = MeteredTransport(http, metrics)
-      tunnels = sshTunnels.map(MeteredTunnels(_, metrics))
+      mqttSessions = settings.profile.mqtt.filter(_ => mqtt).map { options =>
+        val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
+          settings.profile.identityName, settings.tls.protocols))
+        MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.requestTimeout)
+      }
+      tunnels = sshTunnels.orElse(mqttSessions).map(MeteredTunnels(_, metrics))
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
       wheel = TimingWheel()
       shared = Device.Shared(settings.profile, settings.device, transport, tunnels, metrics, wheel, random)

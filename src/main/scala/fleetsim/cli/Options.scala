@@ -18,6 +18,7 @@ enum ValueKind(val expected: String):
   case Port extends ValueKind("a port number from 0 to 65535 (0 picks a free port)")
   case Size extends ValueKind("a size, like 512, 4KiB or 1MiB")
   case Url extends ValueKind("an address like http://127.0.0.1:8080 or https://127.0.0.1:8443")
+  case BrokerUrl extends ValueKind("a broker address like mqtt://127.0.0.1:1883 or mqtts://127.0.0.1:8883")
   case HostPort extends ValueKind("HOST:PORT, like 127.0.0.1:2222")
   case Choice(options: String*) extends ValueKind(s"one of ${options.mkString(", ")}")
   /** On when named alone (`--insecure-tls`); `--insecure-tls=off` says off. */
@@ -36,17 +37,18 @@ enum ValueKind(val expected: String):
       case Duration => probe(_.getDuration("v")) && !text.trim.startsWith("-")
       case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
       case Size => probe(_.getBytes("v"))
-      case Url => validUrl(text)
+      case Url => validUrl(text, "http", "https")
+      case BrokerUrl => validUrl(text, "mqtt", "mqtts")
       case HostPort => scala.util.Try(fleetsim.hostPort(text, "")).isSuccess
       case Choice(options*) => options.contains(text)
       case Switch => text == "on" || text == "off"
       case Text => text.nonEmpty
     Option.when(!ok)(s"'$text' is not $expected")
 
-  private def validUrl(text: String): Boolean =
+  private def validUrl(text: String, schemes: String*): Boolean =
     try
       val uri = URI(text)
-      (uri.getScheme == "http" || uri.getScheme == "https") && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
+      schemes.contains(uri.getScheme) && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
     catch case _: Exception => false
 
 /** One definition of an option: its flag, its environment variable, its key in a config file. */
@@ -68,7 +70,9 @@ object Flag:
   val MaxLostHeartbeats = Flag("max-lost-heartbeats", "fleetsim.device.max-lost-heartbeats", ValueKind.Count, "heartbeats lost in a row that send a device to Backoff")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")
   val Port = Flag("port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the reference controller")
-  val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice("http", "ssh"), "how devices carry their calls: http, or ssh (a tunnel per device)")
+  val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice("http", "ssh", "mqtt"),
+    "how devices carry their calls: http, ssh (a tunnel per device) or mqtt (a connection per device to a broker)")
+  val Broker = Flag("broker", "fleetsim.mqtt.broker", ValueKind.BrokerUrl, "the MQTT broker under test (--transport mqtt); omit to embed one with the reference controller")
   val ControllerSsh = Flag("controller-ssh", "fleetsim.ssh.endpoint", ValueKind.HostPort, "SSH server for the tunnels (default: the one the controller names at join)")
   val SshUser = Flag("ssh-user", "fleetsim.ssh.user", ValueKind.Text, "user name for every tunnel (default: each device's MAC)")
   val SshKey = Flag("ssh-key", "fleetsim.ssh.key", ValueKind.Text, "private key file for the tunnels (default: one generated for the run)")
@@ -100,6 +104,7 @@ object Flag:
   val ClientCa = Flag("client-ca", "fleetsim.tls.client-ca", ValueKind.Text, "a CA certificate (PEM) to issue each device its own client certificate from, at start")
   val ClientCaKey = Flag("client-ca-key", "fleetsim.tls.client-ca-key", ValueKind.Text, "the private key (PEM) of --client-ca")
   val ClientCerts = Flag("client-certs", "fleetsim.tls.client-certs", ValueKind.Text, "a folder of per-device certificates: NAME.pem + NAME.key or NAME.p12 (see fleetsim.tls.client-certs-name)")
+  val TlsVersion = Flag("tls-version", "fleetsim.tls.version", ValueKind.Choice("any", "1.3", "1.2"), "TLS versions devices offer: any (1.3, else 1.2), 1.3 or 1.2")
   val Tls = Flag("tls", "fleetsim.controller.tls", ValueKind.Switch, "the reference controller serves HTTPS, its CA and certificate kept in --state-dir/tls")
   val ClientCertsRequired = Flag("client-certs-required", "fleetsim.controller.client-certs-required", ValueKind.Switch,
     "with --tls: the reference controller admits only clients with a certificate its CA signed")

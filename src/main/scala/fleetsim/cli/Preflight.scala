@@ -16,9 +16,8 @@ import scala.concurrent.duration.*
   */
 object Preflight:
   def check(settings: RunSettings): Unit =
-    val tunnels = if settings.ssh.isDefined then settings.fleet.devices else 0
-    DescriptorBudget.check(settings.connections, tunnels, settings.controllerUrl.isEmpty, ProcessWatch.openFileLimit)
-      .left.foreach(m => throw CannotRun(m))
+    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, ProcessWatch.openFileLimit,
+      if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels").left.foreach(m => throw CannotRun(m))
     for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))
     // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
     for (cert, key) <- settings.tls.clientCa.zip(settings.tls.clientCaKey) do CertificateAuthority.load(cert, key)

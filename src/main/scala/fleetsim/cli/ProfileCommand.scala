@@ -40,7 +40,7 @@ object ProfileCommand:
           out.println(s"  ${request.kind.key} ($when): ${request.method} ${request.path}")
           String(request.headers, UTF_8).split("\r\n").filter(_.nonEmpty).foreach(h => out.println(s"    $h"))
           if request.body.nonEmpty then out.println(s"    ${String(request.body, UTF_8)}")
-        show(profile.join, "first")
+        profile.join.foreach(show(_, "first"))
         profile.messages.zipWithIndex.foreach { (m, i) =>
           device.registers(fleetsim.device.Registers.seq(i)) = 1
           val seconds = m.interval(device) / 1_000_000_000L

@@ -20,6 +20,8 @@ import scala.concurrent.duration.*
 /** Everything a run needs, read from the layered config once.
   *
   * @param profile the device profile, compiled for this fleet
+  * @param transport http, ssh or mqtt, as summary.json says it
+  * @param broker the MQTT broker's URL (mqtt:// or mqtts://); None embeds one with the reference controller
   * @param controllerUrl None embeds the reference controller
   * @param described the effective `fleetsim` settings as JSON, secrets left out, for config.json
   */
@@ -31,6 +33,8 @@ final case class RunSettings(
     sourceIps: Option[SourceAddresses],
     tls: TlsSettings,
     ssh: Option[SshSettings],
+    transport: String,
+    broker: Option[String],
     profile: ProfiledDevice,
     controller: ControllerSettings,
     controllerUrl: Option[String],
@@ -41,11 +45,17 @@ final case class RunSettings(
     described: String):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
 
-  /** Connections the fleet may hold open at once. */
-  def connections: Int = if connection == ConnectionMode.Shared then http.connectionsFor(fleet.devices) else fleet.devices
+  /** HTTP connections the fleet may hold open at once. */
+  def connections: Int =
+    if transport == "mqtt" then 0
+    else if connection == ConnectionMode.Shared then http.connectionsFor(fleet.devices)
+    else fleet.devices
 
-  /** "http" or "ssh", as summary.json says it. */
-  def transport: String = if ssh.isDefined then "ssh" else "http"
+  /** Each device's own session, held open: an SSH tunnel or an MQTT connection. */
+  def sessions: Int = if transport == "http" then 0 else fleet.devices
+
+  /** The embedded controller (and broker) live in this process: every socket has both ends here. */
+  def embedded: Boolean = if transport == "mqtt" then broker.isEmpty else controllerUrl.isEmpty
 
 object RunSettings:
   def apply(config: Config): RunSettings =
@@ -53,11 +63,16 @@ object RunSettings:
     val explicitDir = run.getString("results-dir")
     val fleet = FleetSettings(config)
     // The command line's transport, else the profile's: the profile is parsed first to know which.
-    val parsed = ProfileLoader.parse(config.getString("fleetsim.device-profile"), config)
-    val ssh = Option(config.getString("fleetsim.fleet.transport")).filter(_.nonEmpty).orElse(parsed.transport).getOrElse("http") match
-      case "http" => None
-      case "ssh" => Some(SshSettings(config))
-      case other => throw IllegalArgumentException(s"fleetsim.fleet.transport must be http or ssh (got '$other')")
+    val asked = Option(config.getString("fleetsim.fleet.transport")).filter(_.nonEmpty)
+    if asked.exists(t => !Set("http", "ssh", "mqtt")(t)) then
+      throw IllegalArgumentException(s"fleetsim.fleet.transport must be http, ssh or mqtt (got '${asked.get}')")
+    val profileName = Option(config.getString("fleetsim.device-profile")).filter(_.nonEmpty)
+      .getOrElse(ProfileLoader.defaultFor(asked.getOrElse("http")))
+    val parsed = ProfileLoader.parse(profileName, config)
+    val transport = parsed.transportFor(asked)
+    val ssh = Option.when(transport == "ssh")(SshSettings(config))
+    val broker = Option(config.getString("fleetsim.mqtt.broker")).filter(_.nonEmpty).map(_.stripSuffix("/"))
+    if broker.isDefined && transport != "mqtt" then throw IllegalArgumentException("--broker is for MQTT devices: add --transport mqtt")
     val sourceIps = Option(config.getString("fleetsim.http.source-ips")).filter(_.nonEmpty).map { text =>
       SourceAddresses.parse(text).fold(problem => throw IllegalArgumentException(s"--source-ips: $problem"), addresses => addresses)
     }
@@ -80,6 +95,8 @@ object RunSettings:
       sourceIps = sourceIps,
       tls = tls,
       ssh = ssh,
+      transport = transport,
+      broker = broker,
       profile = parsed.compile(FleetContext(fleet, sshKey, config)),
       controller = controller,
       controllerUrl = controllerUrl,

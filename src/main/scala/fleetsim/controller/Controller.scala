@@ -17,7 +17,7 @@ import scala.concurrent.{ExecutionContext, Future}
   * (or, with `tls`, HTTPS) port.
   */
 final class Controller private (val registry: Registry, routes: ControllerRoutes, binding: Http.ServerBinding, val ssh: Option[SshGateway],
-    val tls: Option[ControllerTls]):
+    val tls: Option[ControllerTls], val mqtt: Option[MqttBroker]):
   def address: InetSocketAddress = binding.localAddress
   def url: String = s"${if tls.isDefined then "https" else "http"}://${address.getHostString}:${address.getPort}"
   def counts: ControllerCounts = routes.counts
@@ -28,13 +28,14 @@ final class Controller private (val registry: Registry, routes: ControllerRoutes
   def stop(): Future[Done] =
     given ExecutionContext = ExecutionContext.parasitic
     val sshStopped = ssh.fold(Future.successful(Done))(_.stop())
+    mqtt.foreach(_.stop())
     binding.terminate(hardDeadline = 1.second).flatMap(_ => sshStopped)
 
 object Controller:
-  /** Binds the controller, and its SSH server when `ssh` is set. The registry is passed in so that
-    * a restarted controller can keep it.
+  /** Binds the controller, and its SSH server when `ssh` is set, and its MQTT broker when `mqtt` is.
+    * The registry is passed in so that a restarted controller can keep it.
     */
-  def start(settings: ControllerSettings, registry: Registry = Registry(), ssh: Boolean = false)(using
+  def start(settings: ControllerSettings, registry: Registry = Registry(), ssh: Boolean = false, mqtt: Boolean = false)(using
       system: ActorSystem[?]): Future[Controller] =
     given ExecutionContext = system.executionContext
     val routes = ControllerRoutes(registry, settings)
@@ -60,7 +61,9 @@ object Controller:
         gateway.transform {
           case scala.util.Success(g) =>
             routes.gateway = g
-            scala.util.Success(Controller(registry, routes, binding, g, tls))
+            val broker = Option.when(mqtt)(MqttBroker.start(settings.host, settings.mqttPort, registry))
+            routes.broker = broker
+            scala.util.Success(Controller(registry, routes, binding, g, tls, broker))
           case scala.util.Failure(e) =>
             binding.unbind()
             scala.util.Failure(e)

@@ -28,6 +28,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   @volatile private var faults = Faults()
   /** Set once the SSH server is up (it needs these routes first). */
   @volatile private[controller] var gateway: Option[SshGateway] = None
+  @volatile private[controller] var broker: Option[MqttBroker] = None
   private val configDocument = AtomicReference[(Long, Array[Byte])]((0L, Array.emptyByteArray))
 
   /** The registry's tallies plus the SSH server's open sessions. */
@@ -174,6 +175,17 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     (path("config" / "bump") & post) {
       complete(json(HeartbeatReply(registry.bumpConfig())))
     },
+    // MQTT devices hear of new configuration when it is pushed: to the fleet's topic, or to each device's own.
+    (path("config" / "push") & post & parameter("to".withDefault("fleet"))) { to =>
+      broker match
+        case None => complete(StatusCodes.NotFound, "this controller runs no MQTT broker (run --transport mqtt)")
+        case Some(b) if to == "fleet" || to == "each" =>
+          val seq = registry.bumpConfig()
+          val payload = s"""{"configSeq":$seq}"""
+          val pushed = if to == "fleet" then { b.publish(MqttBroker.FleetTopic, payload); 1 } else b.pushEach(payload)
+          complete(json(Pushed(seq, pushed)))
+        case Some(_) => complete(StatusCodes.BadRequest, "to must be fleet (one message on fleet/config) or each (one on each devices/ID/config)")
+    },
     (path("devices" / Segment / "forbid") & post) { mac =>
       registry.forbid(mac)
       complete(StatusCodes.NoContent)
@@ -208,11 +220,14 @@ object ControllerRoutes:
   final case class DeviceView(mac: String, serial: String, model: String, firmware: String, state: String, configSeq: Long,
       joins: Long, lastSeen: String, address: String)
   final case class Dropped(sessions: Int)
+  /** A config push: the new configSeq, and the messages published for it. */
+  final case class Pushed(configSeq: Long, messages: Int)
 
   given JsonValueCodec[ControllerCounts] = JsonCodecMaker.make
   given JsonValueCodec[Faults] = JsonCodecMaker.make
   given JsonValueCodec[List[DeviceView]] = JsonCodecMaker.make
   given JsonValueCodec[Dropped] = JsonCodecMaker.make
+  given JsonValueCodec[Pushed] = JsonCodecMaker.make
 
   private def json[A: JsonValueCodec](a: A): HttpEntity.Strict =
     HttpEntity(ContentTypes.`application/json`, writeToArray(a))

@@ -22,13 +22,15 @@ final case class ControllerSettings(
     agentKeyLifetime: FiniteDuration,
     iotTokens: Option[Path],
     tls: Boolean,
-    clientCertsRequired: Boolean):
+    clientCertsRequired: Boolean,
+    mqttPort: Int = 0):
   require(port >= 0 && port <= 65535, "the controller port must be between 0 and 65535")
   require(heartbeatInterval >= 1.second, "the heartbeat interval must be at least 1s")
   require(statsInterval >= 1.second, "the stats interval must be at least 1s")
   require(configBytes >= 0, "fleetsim.controller.config-size must not be negative")
   require(idleTimeout > Duration.Zero, "fleetsim.controller.idle-timeout must be positive")
   require(sshPort >= 0 && sshPort <= 65535, "the controller's SSH port must be between 0 and 65535")
+  require(mqttPort >= 0 && mqttPort <= 65535, "the controller's MQTT port must be between 0 and 65535")
   require(sshIdleTimeout > Duration.Zero, "fleetsim.controller.ssh-idle-timeout must be positive")
 
   require(!clientCertsRequired || tls, "--client-certs-required needs --tls: client certificates travel in TLS")
@@ -55,4 +57,5 @@ object ControllerSettings:
       agentKeyLifetime = c.finiteDuration("agent-key-lifetime"),
       iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(Paths.get(_)),
       tls = c.getBoolean("tls"),
-      clientCertsRequired = c.getBoolean("client-certs-required"))
+      clientCertsRequired = c.getBoolean("client-certs-required"),
+      mqttPort = c.getInt("mqtt-port"))

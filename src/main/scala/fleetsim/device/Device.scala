@@ -1,6 +1,6 @@
 package fleetsim.device
 
-import fleetsim.transport.{FailureReason, MessageKind, Reply, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorRef
 import org.apache.pekko.actor.{Actor, Deploy, Props}
@@ -12,10 +12,13 @@ import scala.concurrent.duration.*
 import scala.util.control.NonFatal
 
 /** One simulated device: joins the controller, opens its own tunnel when the fleet uses one,
-  * reports on jittered schedules, brings itself up to date when a reply says it is behind, and
-  * recovers by itself from refusals, lost tunnels, failed messages and its own failures. It owns its
-  * lifecycle and its tunnel; a failure loses the session, and the device backs off and joins again.
-  * What its calls look like and what a reply means is its [[DeviceProfile]]'s business.
+  * reports on jittered schedules, brings itself up to date when a reply or a push says it is behind,
+  * and recovers by itself from refusals, lost tunnels, failed messages and its own failures. It owns
+  * its lifecycle and its tunnel; a failure loses the session, and the device backs off and joins
+  * again. What its calls look like and what a reply means is its [[DeviceProfile]]'s business.
+  *
+  * A profile without a join call (MQTT) joins by opening its session: Discovering while it
+  * connects, and a lost session sends it back, after a backoff, to join again.
   *
   * A million of these share one process, so a device is one object of plain fields and a state
   * (docs/adr/0004): a classic actor, which costs 260 bytes less than a typed one; no behaviour,
@@ -31,6 +34,8 @@ object Device:
   private case object RetryTunnel extends Command
   private final case class TunnelOpened(result: Either[FailureReason, Tunnel]) extends Command
   private final case class TunnelLost(tunnel: Int) extends Command
+  /** Tunnel `tunnel` brought a message unasked. */
+  private final case class Pushed(tunnel: Int, push: Push) extends Command
   /** Periodic message `message` is due. */
   private final case class Due(message: Int) extends Command
   /** One instance per message: the wheel holds a million wake-ups. */
@@ -44,7 +49,8 @@ object Device:
     *
     * @param profile builds the device's calls and reads their replies
     * @param http carries the join, and every call when there are no tunnels
-    * @param tunnels opens the device's own tunnel after each join; None = plain HTTP, no Tunneling
+    * @param tunnels opens the device's own tunnel after each join, or as its join when the profile
+    *                has no join call; None = plain HTTP, no Tunneling
     * @param wheel wakes the devices for their periodic sends and retries
     * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
     */
@@ -58,6 +64,7 @@ object Device:
       random: RandomGenerator,
       clock: () => Long = () => System.nanoTime()):
     require(profile.messages.size <= due.size, s"a profile may have at most ${due.size} periodic messages")
+    require(profile.join.isDefined || tunnels.isDefined, s"profile ${profile.name} joins by opening a session, and the fleet opens none")
     /** The periodic message a kind belongs to, by kind index; -1 for the join's and triggers' kinds. */
     private[device] val messageOf: Array[Int] = profile.kinds.map(k => profile.messages.indexWhere(_.kind == k)).toArray
     /** Each periodic message's jitter: its own, or the device setting. */
@@ -126,12 +133,18 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   // ---- states: what each does with a message; anything else is from an older session ----
 
   private def discovering(command: Command): Unit = command match
-    case Replied(_, call, reply) if call eq profile.join =>
+    case Replied(_, call, reply) if profile.join.contains(call) =>
       call.read(reply, this) match
         case Outcome.Ok => joined()
         case Outcome.NotAdmitted => wake(RetryJoin, backoffDelay()) // ask again, more slowly each time
         case Outcome.RetryAfter(nanos) => backOff(nanos)
         case Outcome.Reauthenticate | Outcome.Rejoin | Outcome.Failed => backOff()
+    case TunnelOpened(Right(opened)) => // the session was the join
+      failures = 0
+      attach(opened)
+      startSession()
+    case TunnelOpened(Left(FailureReason.Unauthorized)) => refusedSession()
+    case TunnelOpened(Left(_)) => backOff()
     case RetryJoin => joinAgain()
     case _ => ()
 
@@ -141,14 +154,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def tunneling(command: Command): Unit = command match
     case TunnelOpened(Right(opened)) =>
-      tunnelNumber += 1
-      tunnel = Some(opened)
-      val lost = TunnelLost(tunnelNumber)
-      pipe(opened.lost, Done)(_ => lost)
+      attach(opened)
       startSession()
-    case TunnelOpened(Left(FailureReason.AuthRejected)) =>
-      profile.forget(this) // the server no longer admits this device: join again, later
-      backOff()
+    case TunnelOpened(Left(FailureReason.AuthRejected)) => refusedSession()
     case TunnelOpened(Left(_)) => wake(RetryTunnel, backoffDelay())
     case RetryTunnel =>
       failures += 1
@@ -163,7 +171,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       else
         val i = shared.messageOf(call.kind.index)
         if i >= 0 then replied(i, call.read(reply, this))
-    case TunnelLost(n) if n == tunnelNumber => retunnel()
+    case TunnelLost(n) if n == tunnelNumber => sessionLost()
+    case Pushed(n, push) if n == tunnelNumber => pushed(push)
     case _ => () // an older session's
 
   /** A periodic message's reply: up to date, refused, or one more failure in a row. */
@@ -179,7 +188,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       registers(Registers.failures(i)) = failed
       val limit = profile.messages(i).maxFailures.getOrElse(settings.maxLostHeartbeats)
       if limit > 0 && failed >= limit then
-        if tunnel.isDefined then retunnel()
+        if tunnel.isDefined then sessionLost()
         else
           failures = 0
           backOff()
@@ -192,6 +201,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       if next < trigger.calls.size then updateStep(updating + 1)
       else
         trigger.applied(this)
+        acknowledged()
         enter(Reporting)
     case Outcome.Rejoin => refused()
     case Outcome.Reauthenticate => rejoin()
@@ -207,7 +217,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def join(): Unit =
     enter(Discovering)
-    send(shared.http, profile.join)
+    profile.join match
+      case Some(call) => send(shared.http, call)
+      case None => openSession()
 
   /** A backoff's wake-up: one more failure in a row, one more join. */
   private def joinAgain(): Unit =
@@ -221,14 +233,50 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
   private def openTunnel(): Unit =
     enter(Tunneling)
-    pipe(shared.tunnels.get.open(profile.login(this), profile.sshEndpoint(this)), Left(FailureReason.ProtocolError))(TunnelOpened(_))
+    openSession()
 
-  /** The tunnel is gone or dead: after a jittered pause, so that a herd does not return as one. */
-  private def retunnel(): Unit =
+  private def openSession(): Unit =
+    val next = tunnelNumber + 1 // the number it gets once open: pushes may come before the device hears it opened
+    val pushed = (push: Push) => self.tell(Pushed(next, push), Actor.noSender)
+    pipe(shared.tunnels.get.open(number, profile.login(this), profile.sshEndpoint(this), pushed), Left(FailureReason.ProtocolError))(
+      TunnelOpened(_))
+
+  private def attach(opened: Tunnel): Unit =
+    tunnelNumber += 1
+    tunnel = Some(opened)
+    val lost = TunnelLost(tunnelNumber)
+    pipe(opened.lost, Done)(_ => lost)
+
+  /** The server no longer admits this device (SSH login or MQTT credentials refused): join again, later. */
+  private def refusedSession(): Unit =
+    profile.forget(this)
+    backOff()
+
+  /** The session is gone or dead: after a jittered pause, so that a herd does not return as one, a
+    * new tunnel, or a new join when the session was the join.
+    */
+  private def sessionLost(): Unit =
     closeTunnel()
     failures = 0
-    wake(RetryTunnel, backoffDelay())
-    enter(Tunneling)
+    if profile.join.isEmpty then backOff()
+    else
+      wake(RetryTunnel, backoffDelay())
+      enter(Tunneling)
+
+  /** A push: what the profile keeps of it, then up to date if it says the device is behind. */
+  private def pushed(push: Push): Unit =
+    events.pushed()
+    if profile.pushed(push, this) then
+      val at = profile.pushedAt // the first push not yet acknowledged: the longer wait is the true one
+      if registers(at) == 0 then registers(at) = shared.clock()
+      if current == Reporting && !update() then registers(at) = 0 // nothing new: nothing to acknowledge
+
+  /** A trigger ran to its end: if a push started it, how long the push took to be acknowledged. */
+  private def acknowledged(): Unit =
+    val at = profile.pushedAt
+    if at >= 0 && registers(at) != 0 then
+      events.pushAcknowledged(shared.clock() - registers(at))
+      registers(at) = 0
 
   private def startSession(): Unit =
     session += 1

@@ -1,6 +1,6 @@
 package fleetsim.device
 
-import fleetsim.transport.{MessageKind, Reply, Request, SshEndpoint}
+import fleetsim.transport.{MessageKind, Push, Reply, Request, SshEndpoint}
 
 import java.util.random.RandomGenerator
 
@@ -13,7 +13,8 @@ trait DeviceProfile:
   def name: String
   /** Every kind of call the profile makes, `kinds(i).index == i`. */
   def kinds: IndexedSeq[MessageKind]
-  def join: Call
+  /** The call a device joins with; None: opening its session is the join (MQTT's CONNECT). */
+  def join: Option[Call]
   /** The messages sent on schedules while Reporting. */
   def messages: IndexedSeq[Periodic]
   /** Calls run when a value read from a reply says the device is out of date (new configuration). */
@@ -28,6 +29,14 @@ trait DeviceProfile:
   def sshEndpoint(device: DeviceScope): Option[SshEndpoint]
   /** A 403 from any call: forget what the session kept (configuration applied included). */
   def forget(device: DeviceScope): Unit
+  /** Reads what the profile keeps of a push into the device; false when it keeps none or the push
+    * is unusable. A true push then runs the triggers, as a reply that says the device is behind does.
+    */
+  def pushed(push: Push, device: DeviceScope): Boolean
+  /** The register holding when the oldest push not yet acknowledged arrived (0: none); -1 when the
+    * profile takes no pushes.
+    */
+  def pushedAt: Int
 
 /** Where a device keeps its numbers: first its own three per message, then the profile's. */
 object Registers:

@@ -16,3 +16,7 @@ trait DeviceEvents:
   def stopped(state: DeviceState): Unit
   /** A scheduled send of `kind` left this long after the time it was scheduled for. */
   def late(kind: MessageKind, nanos: Long): Unit
+  /** A push arrived (a message on the device's MQTT subscriptions). */
+  def pushed(): Unit
+  /** A push's configuration was applied and acknowledged this long after the push arrived. */
+  def pushAcknowledged(nanos: Long): Unit

@@ -8,10 +8,11 @@ object DescriptorBudget:
   val Base = 150
 
   /** @param connections HTTP connections the fleet may hold open at once
-    * @param tunnels SSH sessions the fleet holds open at once (one per device), 0 without tunnels
+    * @param tunnels sessions the fleet holds open at once (one per device), 0 without
+    * @param sessionKind what those sessions are: "SSH tunnels", "MQTT connections"
     * @param embeddedController the server ends of all those sockets live in this process too
     */
-  def check(connections: Int, tunnels: Int, embeddedController: Boolean, limit: Option[Long]): Either[String, Long] =
+  def check(connections: Int, tunnels: Int, embeddedController: Boolean, limit: Option[Long], sessionKind: String = "SSH tunnels"): Either[String, Long] =
     val ends = if embeddedController then 2 else 1
     val sockets = connections.toLong + tunnels
     val needed = Base + sockets * ends
@@ -19,9 +20,10 @@ object DescriptorBudget:
       case Some(max) if needed > max =>
         val parts = Seq(
           Option.when(connections > 0)(s"$connections HTTP connections"),
-          Option.when(tunnels > 0)(s"$tunnels SSH tunnels")).flatten.mkString(" + ")
+          Option.when(tunnels > 0)(s"$tunnels $sessionKind")).flatten.mkString(" + ")
         val split =
-          if embeddedController then "run the controller in its own process (./fleetsim controller) and point --controller at it, "
+          if embeddedController && sessionKind.startsWith("MQTT") then "run a broker in its own process and point --broker at it, "
+          else if embeddedController then "run the controller in its own process (./fleetsim controller) and point --controller at it, "
           else ""
         val spread = if tunnels > 0 then "spread the fleet over several processes, " else ""
         Left(

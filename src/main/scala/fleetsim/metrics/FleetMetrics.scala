@@ -34,7 +34,10 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   private val tunnelsUp = LongAdder()
   Gauge.builder("fleetsim.tunnels.up", tunnelsUp, (c: LongAdder) => c.sum.toDouble).description("tunnels up").register(registry)
   private val tunnelFailures = FailureReason.values.map(r => counter("fleetsim.tunnels.failed", "failed tunnel opens", "reason" -> r.key))
-  private val handshakes = Timing(timer("fleetsim.handshake", "SSH handshake time, including the wait for a slot"))
+  private val handshakes = Timing(timer("fleetsim.handshake", "session opening time: SSH handshake (including the wait for a slot), MQTT CONNECT to CONNACK"))
+  private val pushesReceived = counter("fleetsim.pushes", "pushes received (messages on the devices' MQTT subscriptions)")
+  private val pushesAcknowledged = counter("fleetsim.pushes.acknowledged", "pushes applied and acknowledged")
+  private val pushToAck = Timing(timer("fleetsim.push.to.ack", "time from a push's arrival to its acknowledgement"))
 
   private final class KindFigures(kind: MessageKind):
     private def outcome(name: String) = counter("fleetsim.messages", "replies by outcome", "kind" -> kind.key, "outcome" -> name)
@@ -68,6 +71,12 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   def stopped(state: DeviceState): Unit = states(state.ordinal).decrement()
 
   def late(kind: MessageKind, nanos: Long): Unit = figures(kind.index).lateness.record(nanos)
+
+  def pushed(): Unit = pushesReceived.increment()
+
+  def pushAcknowledged(nanos: Long): Unit =
+    pushesAcknowledged.increment()
+    pushToAck.record(nanos)
 
   def sent(kind: MessageKind): Unit =
     val k = figures(kind.index)
@@ -128,7 +137,8 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
       recent = recentHandshakes,
       overall = handshakes.overallSoFar)
     val moves = for from <- DeviceState.values; to <- DeviceState.values yield (from, to) -> transitions(from.ordinal)(to.ordinal).sum
-    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap)
+    val pushes = PushSnapshot(pushesReceived.sum, pushesAcknowledged.sum, pushToAck.take(), pushToAck.overallSoFar)
+    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap, pushes)
   }
 
 object FleetMetrics:
@@ -191,10 +201,18 @@ final case class TunnelSnapshot(
     recent: Latency,
     overall: Latency)
 
+/** Pushes received and acknowledged so far, and the time from arrival to acknowledgement. */
+final case class PushSnapshot(received: Long, acknowledged: Long, recent: Latency, overall: Latency)
+
 final case class MetricsSnapshot(
     byState: Map[DeviceState, Long],
     /** By kind key, in the profile's order. */
     byKind: ListMap[String, KindSnapshot],
     tunnels: TunnelSnapshot,
-    transitions: Map[(DeviceState, DeviceState), Long]):
+    transitions: Map[(DeviceState, DeviceState), Long],
+    pushes: PushSnapshot):
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum
+
+  /** Sessions lost once up, each followed by a new join: MQTT's reconnects. */
+  def reconnects: Long =
+    Seq(DeviceState.Reporting, DeviceState.ConfigDownloading).map(s => transitions((s, DeviceState.Backoff))).sum

@@ -1,6 +1,6 @@
 package fleetsim.metrics
 
-import fleetsim.transport.{FailureReason, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, Push, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
 import org.apache.pekko.Done
 
 import scala.concurrent.{ExecutionContext, Future}
@@ -24,9 +24,9 @@ final class MeteredTunnels(inner: Tunnels, metrics: FleetMetrics) extends Tunnel
 
   def publicKey: Option[String] = inner.publicKey
 
-  def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
     val started = System.nanoTime()
-    inner.open(login, offered).map {
+    inner.open(device, login, offered, pushed).map {
       case Right(tunnel) =>
         metrics.tunnelOpened(System.nanoTime() - started)
         tunnel.lost.foreach(_ => metrics.tunnelClosed())

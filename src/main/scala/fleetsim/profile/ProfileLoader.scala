@@ -5,6 +5,7 @@ import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
 import fleetsim.fleet.FleetSettings
 import fleetsim.transport.{ConnectionMode, MessageKind}
+import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
 
 import java.io.File
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
@@ -31,7 +32,10 @@ final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], sett
   */
 object ProfileLoader:
   /** The profiles inside fleetsim, by name: `--device-profile ap-v1`. */
-  val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "iot-telemetry")
+  val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "iot-telemetry", "iot-mqtt")
+
+  /** The profile a transport's devices speak when the run names none. */
+  def defaultFor(transport: String): String = if transport == "mqtt" then "iot-mqtt" else "ap-v1"
 
   private def resource(name: String) = s"fleetsim/device-profiles/$name.conf"
 
@@ -46,14 +50,27 @@ object ProfileLoader:
     /** The transport the profile asks for, if any: needed before it is compiled, so checked here. */
     val transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport")).map { value =>
       value.unwrapped match
-        case t @ ("http" | "ssh") => t.asInstanceOf[String]
-        case other => throw ProfileError(s"${where(value)}: transport must be http or ssh (got '$other')")
+        case t @ ("http" | "ssh" | "mqtt") => t.asInstanceOf[String]
+        case other => throw ProfileError(s"${where(value)}: transport must be http, ssh or mqtt (got '$other')")
     }
     private val connection = Option.when(config.hasPath("connection"))(config.getValue("connection"))
 
     /** How the devices share connections: what the profile says, else shared, unless something
       * that identifies a device lives in its connection (`identity`, the flag that asks for it).
       */
+    /** Its devices speak MQTT: they publish to topics, and their connection is their join. */
+    def mqtt: Boolean = transport.contains("mqtt")
+
+    /** The profile's transport, checked against the one the command line asks for. */
+    def transportFor(asked: Option[String]): String = (asked, transport) match
+      case (Some("mqtt"), Some(own)) if own != "mqtt" =>
+        throw ProfileError(s"${where(config.getValue("transport"))}: profile $name is for $own devices, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
+      case (Some("mqtt"), None) =>
+        throw ProfileError(s"profile $name describes HTTP calls, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
+      case (Some(other), Some("mqtt")) if other != "mqtt" =>
+        throw ProfileError(s"${where(config.getValue("transport"))}: profile $name is for MQTT devices: run it with --transport mqtt, not $other")
+      case _ => asked.orElse(transport).getOrElse("http")
+
     def connectionMode(identity: Option[String]): ConnectionMode = connection match
       case None => if identity.isDefined then ConnectionMode.PerDevice else ConnectionMode.Shared
       case Some(value) =>
@@ -121,8 +138,12 @@ object ProfileLoader:
       try config.getString(path)
       catch case _: ConfigException.WrongType => failAt(config, path, s"$path must be one value, like \"text\"")
 
-    keysOf(root.root, Set("name", "transport", "connection", "identity", "constants", "join", "messages", "triggers", "ssh", "reactions"),
-      "a device profile")
+    /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
+    private val mqtt = transport.contains("mqtt")
+    private val httpOnly = Set("connection", "join", "ssh", "reactions")
+    private val mqttOnly = Set("mqtt", "pushes")
+    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers") ++ (if mqtt then mqttOnly else httpOnly),
+      if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"
 
@@ -135,8 +156,10 @@ object ProfileLoader:
 
     private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(Csv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
 
-    /** Identity fields: rendered per device from its number, with a random stable per device. */
-    private val identityFields: Map[String, Variable[CallScope]] =
+    /** Identity fields as a device's number renders them, with a random stable per device: the
+      * profile's, and an MQTT device's clientId.
+      */
+    private val ownFields: Map[String, Variable[IdentityScope]] =
       val fields = mutable.LinkedHashMap.empty[String, Variable[IdentityScope]]
       fields("number") = (s, out) => out.append(s.number)
       fields("mac") = (s, out) => context.fleet.appendMac(s.number, out)
@@ -146,10 +169,18 @@ object ProfileLoader:
         val block = obj(root, "identity", "identity")
         for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
           fields(key) = identityField(key, block.get(key), fields.toMap)
+      if mqtt then
+        val (text, at) = if root.hasPath("mqtt.client-id") then (string(root, "mqtt.client-id"), root.getValue("mqtt.client-id")) else ("{{mac}}", root.root)
+        val template = compile[IdentityScope](text, at, fields.toMap, Escape.None, "mqtt.client-id")
+        fields("clientId") = (s, out) => template.render(s, out)
+      fields.toMap
+
+    /** Identity fields, as a call's templates read them. */
+    private val identityFields: Map[String, Variable[CallScope]] =
       val direct: Map[String, Variable[CallScope]] = Map( // on every call's path: no identity scope for these
         "number" -> ((s, out) => out.append(s.device.number)),
         "mac" -> ((s, out) => context.fleet.appendMac(s.device.number, out)))
-      fields.toMap.map { (name, field) =>
+      ownFields.map { (name, field) =>
         val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
         name -> direct.getOrElse(name, onCall)
       }
@@ -212,6 +243,7 @@ object ProfileLoader:
       Option.when(root.hasPath("join"))(obj(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
       for (name, m) <- messageBlocks; c <- callBlocks(m, "requests", s"messages.$name") do declareKeeps(c, s"messages.$name", atJoin = false)
       for (name, t) <- triggerBlocks; c <- callBlocks(t, "calls", s"triggers.$name") do declareKeeps(c, s"triggers.$name", atJoin = false)
+      if root.hasPath("pushes") then declareKeeps(obj(root, "pushes", "pushes"), "pushes", atJoin = false)
       Registers.profileBase(messageBlocks.size)
 
     private def declareKeeps(call: ConfigObject, what: String, atJoin: Boolean): Unit =
@@ -285,8 +317,8 @@ object ProfileLoader:
           code -> reaction
         }
 
-    private val BodyKeys = Seq("json", "form", "text")
-    private val CallKeys = Set("name", "method", "path", "headers", "keep") ++ BodyKeys
+    private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
+    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain") else Set("name", "method", "path", "headers", "keep")) ++ BodyKeys
 
     /** A variable set for templates of one place: identity, constants, per-call values, kept values
       * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).
@@ -325,26 +357,57 @@ object ProfileLoader:
 
     private def call(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
         notAdmitted: Set[Int]): TemplateCall =
+      if mqtt then publish(block, kindOf, what, message) else httpCall(block, kindOf, what, atJoin, message, notAdmitted)
+
+    /** An MQTT device's call: a publish to a topic, at QoS 0 or 1; it keeps nothing (a PUBACK says nothing). */
+    private def publish(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
       val c = block.toConfig
-      if !c.hasPath("path") then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
+      if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\"")
+      val topic = compileCall(string(c, "topic"), c.getValue("topic"), atJoin = false, Escape.None, s"$what.topic")
+      val qos = qosOf(c, "qos", what, default = 1)
+      val retain = c.hasPath("retain") && boolean(c, "retain", what)
+      val body = bodyOf(c, what, atJoin = false).map(_._1)
+      TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Map.empty, Set.empty,
+        message, walkBase, qos, retain)
+
+    private def qosOf(c: Config, path: String, what: String, default: Int): Int =
+      if !c.hasPath(path) then default
+      else
+        val value = c.getValue(path)
+        value.unwrapped match
+          case n: Integer if n == 0 || n == 1 => n
+          case _ => fail(value, s"$what.$path must be 0 or 1 (QoS 2 is not simulated)")
+
+    private def boolean(c: Config, path: String, what: String): Boolean =
+      try c.getBoolean(path) catch case _: ConfigException => failAt(c, path, s"$what.$path must be true or false")
+
+    /** A JSON or text body, and its content type; None when the call has no body. */
+    private def bodyOf(c: Config, what: String, atJoin: Boolean): Option[(Template[CallScope], String)] =
       val bodies = BodyKeys.filter(c.hasPath)
       if bodies.size > 1 then failAt(c, bodies(1), s"$what has both ${bodies(0)} and ${bodies(1)}: a call has one body")
-      val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodies.isEmpty then "GET" else "POST"
-      if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
-      val path = compileCall(string(c, "path"), c.getValue("path"), atJoin, Escape.None, s"$what.path")
-      val (body, contentType) = bodies.headOption match
-        case None => (None, None)
-        case Some("json") =>
+      bodies.headOption.map {
+        case "json" =>
           val text = string(c, "json")
           checkJson(text, c.getValue("json"), what)
-          (Some(compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json")), Some("application/json"))
-        case Some("text") => (Some(compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text")), Some("text/plain; charset=utf-8"))
-        case Some(_) =>
+          (compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json"), "application/json")
+        case "text" => (compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text"), "text/plain; charset=utf-8")
+        case _ =>
           val form = obj(c, "form", s"$what.form")
           val fields = form.keySet.asScala.toSeq.sortBy(k => form.get(k).origin.lineNumber)
           // key=value&key=value: names encoded once here, values by the template.
           val text = fields.map(k => encodeLiterals(k) + "=" + encodeLiterals(String.valueOf(form.get(k).unwrapped))).mkString("&")
-          (Some(compileCall(text, form, atJoin, Escape.Url, s"$what.form")), Some("application/x-www-form-urlencoded"))
+          (compileCall(text, form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
+      }
+
+    private def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
+        notAdmitted: Set[Int]): TemplateCall =
+      val c = block.toConfig
+      if !c.hasPath("path") then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
+      val bodied = bodyOf(c, what, atJoin)
+      val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
+      if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
+      val path = compileCall(string(c, "path"), c.getValue("path"), atJoin, Escape.None, s"$what.path")
+      val (body, contentType) = (bodied.map(_._1), bodied.map(_._2))
       val listed = if !c.hasPath("headers") then Seq.empty else
         val h = obj(c, "headers", s"$what.headers")
         h.keySet.asScala.toSeq.sortBy(k => h.get(k).origin.lineNumber).map { name =>
@@ -356,7 +419,11 @@ object ProfileLoader:
       val headers =
         if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
         else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
-      val keeps = Option(block.get("keep")).collect { case k: ConfigObject => k }.toSeq.flatMap { keep =>
+      TemplateCall(kindOf(block.get("path")), method, path, headers, body, keepsOf(block, what), reactions, notAdmitted, message, walkBase)
+
+    /** The values a call's reply (or a push) is read for, each with the way it is read. */
+    private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =
+      Option(block.get("keep")).collect { case k: ConfigObject => k }.toIndexedSeq.flatMap { keep =>
         keep.keySet.asScala.toSeq.map { key =>
           val spec = keep.get(key).asInstanceOf[ConfigObject].toConfig
           val ways = Seq("json", "regex", "header").filter(spec.hasPath)
@@ -370,7 +437,6 @@ object ProfileLoader:
           Keep(resolved(declared(key).slot), reading, required = !spec.hasPath("default"))
         }
       }
-      TemplateCall(kindOf(block.get("path")), method, path, headers, body, keeps.toIndexedSeq, reactions, notAdmitted, message, walkBase)
 
     /** Form-encodes the text around a template's {{...}}; the template encodes what they render. */
     private def encodeLiterals(text: String): String =
@@ -396,15 +462,63 @@ object ProfileLoader:
 
     // ---- assembling it ----
 
-    val profile: ProfiledDevice =
-      if !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
-      val joinBlock = obj(root, "join", "join")
-      keysOf(joinBlock, CallKeys + "not-admitted", "join")
-      val notAdmitted =
-        if !joinBlock.toConfig.hasPath("not-admitted") then Set(403)
+    /** An MQTT device's connection: fleet-wide options, and per device its names rendered from templates. */
+    private def mqttOptions: MqttOptions =
+      val block = if root.hasPath("mqtt") then obj(root, "mqtt", "mqtt") else ConfigFactory.empty.root
+      keysOf(block, Set("client-id", "username", "password", "version", "keepalive", "clean-start", "session-expiry", "will", "max-in-flight"), "mqtt")
+      val c = block.toConfig
+      def template(path: String, what: String): Option[Template[IdentityScope]] =
+        Option.when(c.hasPath(path))(compile[IdentityScope](string(c, path), c.getValue(path), ownFields, Escape.None, what))
+      def duration(path: String, default: scala.concurrent.duration.FiniteDuration) =
+        if !c.hasPath(path) then default
         else
-          try joinBlock.toConfig.getIntList("not-admitted").asScala.map(_.intValue).toSet
-          catch case _: ConfigException => failAt(joinBlock.toConfig, "not-admitted", "join.not-admitted must be a list of statuses, like [403]")
+          try scala.concurrent.duration.Duration.fromNanos(c.getDuration(path).toNanos)
+          catch case _: ConfigException => failAt(c, path, s"mqtt.$path must be a duration, like 60s")
+      val version = if !c.hasPath("version") then 5 else String.valueOf(c.getValue("version").unwrapped) match
+        case "5" | "5.0" => 5
+        case "3.1.1" | "3" => 3
+        case other => failAt(c, "version", s"mqtt.version must be 5 or 3.1.1 (got '$other')")
+      val keepAlive = duration("keepalive", scala.concurrent.duration.Duration(60, "s"))
+      if keepAlive.toSeconds > 65535 then failAt(c, "keepalive", "mqtt.keepalive must be at most 65535s")
+      val inFlight = if c.hasPath("max-in-flight") then c.getInt("max-in-flight") else 16
+      if inFlight < 1 then failAt(c, "max-in-flight", "mqtt.max-in-flight must be at least 1")
+      val clientId = compile[IdentityScope]("{{clientId}}", block, ownFields, Escape.None, "mqtt.client-id")
+      val (username, password) = (template("username", "mqtt.username"), template("password", "mqtt.password"))
+      val pushes = if root.hasPath("pushes") then Some(obj(root, "pushes", "pushes").toConfig) else None
+      val topics = pushes.filter(_.hasPath("topics")).map { p =>
+        val list = p.getValue("topics") match
+          case l: ConfigList if !l.isEmpty => l.asScala.toSeq
+          case v => fail(v, "pushes.topics must be a list of topic filters, like [\"devices/{{clientId}}/config\"]")
+        list.map(v => compile[IdentityScope](String.valueOf(v.unwrapped), v, ownFields, Escape.None, "pushes.topics"))
+      }.getOrElse(Nil)
+      for p <- pushes if !p.hasPath("topics") do fail(root.getValue("pushes"), "pushes has no topics: say where pushes come, like topics = [\"devices/{{clientId}}/config\"]")
+      val will = Option.when(c.hasPath("will")) {
+        val w = obj(c, "will", "mqtt.will")
+        keysOf(w, Set("topic", "text", "json", "qos", "retain"), "mqtt.will")
+        val wc = w.toConfig
+        if !wc.hasPath("topic") then fail(w, "mqtt.will has no topic: like will { topic = \"devices/{{clientId}}/status\", text = \"offline\" }")
+        val payload = Seq("text", "json").find(wc.hasPath).map(k => compile[IdentityScope](string(wc, k), wc.getValue(k), ownFields, Escape.None, s"mqtt.will.$k"))
+        (compile[IdentityScope](string(wc, "topic"), wc.getValue("topic"), ownFields, Escape.None, "mqtt.will.topic"), payload,
+          qosOf(wc, "qos", "mqtt.will", 1), wc.hasPath("retain") && boolean(wc, "retain", "mqtt.will"))
+      }
+      val identity = (n: Int) =>
+        val scope = IdentityScope(n)
+        MqttIdentity(clientId.text(scope), username.map(_.text(scope)), password.map(_.bytes(scope)), topics.map(_.text(scope)),
+          will.map((topic, payload, _, _) => topic.text(scope) -> payload.fold(Array.emptyByteArray)(_.bytes(scope))))
+      MqttOptions(version, keepAlive, !c.hasPath("clean-start") || boolean(c, "clean-start", "mqtt"), duration("session-expiry", scala.concurrent.duration.Duration.Zero),
+        inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), identity)
+
+    val profile: ProfiledDevice =
+      if !mqtt && !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
+      for b <- Option(root.root.get("pushes")) do keysOf(obj(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
+      val joinBlock = Option.when(!mqtt)(obj(root, "join", "join"))
+      joinBlock.foreach(keysOf(_, CallKeys + "not-admitted", "join"))
+      val notAdmitted = joinBlock.map(_.toConfig).fold(Set.empty[Int]) { j =>
+        if !j.hasPath("not-admitted") then Set(403)
+        else
+          try j.getIntList("not-admitted").asScala.map(_.intValue).toSet
+          catch case _: ConfigException => failAt(j, "not-admitted", "join.not-admitted must be a list of statuses, like [403]")
+      }
       // Trigger values first: templates may name a trigger's own value.
       val triggerSpecs = triggerBlocks.map { (name, t) =>
         val c = t.toConfig
@@ -420,7 +534,7 @@ object ProfileLoader:
         val applied = own(string(w, mine), announced)
         (name, t, test, announced, applied)
       }
-      val join = call(joinBlock, v => kind("join", periodic = false, v), "join", atJoin = true, message = -1, notAdmitted)
+      val join = joinBlock.map(call(_, v => kind("join", periodic = false, v), "join", atJoin = true, message = -1, notAdmitted))
       val messages = messageBlocks.zipWithIndex.map { case ((name, m), i) =>
         keysOf(m, CallKeys ++ Set("interval", "jitter", "liveness", "max-failures", "requests"), s"messages.$name")
         val c = m.toConfig
@@ -468,7 +582,8 @@ object ProfileLoader:
         Trigger(calls.toIndexedSeq, due, record)
       }
       val (login, ssh) =
-        if !root.hasPath("ssh") then (compileCall("{{mac}}", root.root, atJoin = false, Escape.None, "ssh.login"), None)
+        if mqtt then (compileCall("{{clientId}}", root.root, atJoin = false, Escape.None, "mqtt.client-id"), None)
+        else if !root.hasPath("ssh") then (compileCall("{{mac}}", root.root, atJoin = false, Escape.None, "ssh.login"), None)
         else
           val block = obj(root, "ssh", "ssh")
           keysOf(block, Set("host", "port", "login"), "ssh")
@@ -477,8 +592,13 @@ object ProfileLoader:
             else compileCall("{{mac}}", block, atJoin = false, Escape.None, "ssh.login")
           val endpoint = Option.when(c.hasPath("host"))(resolved(slotNamed(c, "host", "ssh.host")) -> resolved(slotNamed(c, "port", "ssh.port")))
           (login, endpoint)
-      ProfiledDevice(name, kinds.toIndexedSeq, join, messages.toIndexedSeq, triggers.toIndexedSeq, walkBase + slots.count, texts, login, ssh,
-        declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport)
+      val mqttSession = Option.when(mqtt)(mqttOptions)
+      val pushes = Option.when(root.hasPath("pushes"))(keepsOf(obj(root, "pushes", "pushes"), "pushes"))
+      // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
+      val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
+      ProfiledDevice(name, kinds.toIndexedSeq, join, messages.toIndexedSeq, triggers.toIndexedSeq, walkBase + slots.count + pushes.size, texts,
+        login, ssh, declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
+        mqttSession)
 
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
 

@@ -1,7 +1,8 @@
 package fleetsim.profile
 
 import fleetsim.device.*
-import fleetsim.transport.{MessageKind, Reply, Request, SshEndpoint}
+import fleetsim.transport.{MessageKind, Push, Reply, Request, SshEndpoint}
+import fleetsim.transport.mqtt.MqttOptions
 
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 import java.time.format.DateTimeFormatter
@@ -16,7 +17,7 @@ import java.util.regex.Pattern
 final class ProfiledDevice(
     val name: String,
     val kinds: IndexedSeq[MessageKind],
-    val join: Call,
+    val join: Option[Call],
     val messages: IndexedSeq[Periodic],
     val triggers: IndexedSeq[Trigger],
     val registers: Int,
@@ -25,14 +26,22 @@ final class ProfiledDevice(
     ssh: Option[(Slot, Slot)],
     forgotten: IndexedSeq[Slot],
     walks: Int,
-    /** The transport the profile asks for (http, ssh); the command line's wins. */
-    val transport: Option[String])
+    /** The transport the profile asks for (http, ssh, mqtt); the command line's wins, but for mqtt. */
+    val transport: Option[String],
+    /** What the profile keeps of a push; empty: it takes none. */
+    pushKeeps: IndexedSeq[Keep],
+    val pushedAt: Int,
+    /** An MQTT device's connection; None for HTTP devices. */
+    val mqtt: Option[MqttOptions])
     extends DeviceProfile:
   def login(device: DeviceScope): String = loginTemplate.text(CallScope(device, -1, walks))
   def sshEndpoint(device: DeviceScope): Option[SshEndpoint] = ssh.flatMap { (host, port) =>
     Option(host.text(device)).filter(_.nonEmpty).map(SshEndpoint(_, port.number(device).toInt))
   }
   def forget(device: DeviceScope): Unit = forgotten.foreach(_.reset(device))
+
+  def pushed(push: Push, device: DeviceScope): Boolean =
+    pushedAt >= 0 && Keep.all(pushKeeps, Reply.Response(200, push.payload), device)
 
   /** Device `number`'s name before it has joined (its login, the MAC for most profiles): the
     * subject of the client certificate issued for it, and the name its certificate file goes by.
@@ -131,6 +140,16 @@ final case class Keep(slot: Slot, reading: Reading, required: Boolean):
     if value == null then !required
     else slot.store(device, value) || !required
 
+object Keep:
+  /** Stores every value `keeps` reads from the reply; false when any required one is unusable. */
+  def all(keeps: IndexedSeq[Keep], reply: Reply.Response, device: DeviceScope): Boolean =
+    var usable = true
+    var i = 0
+    while i < keeps.size do
+      usable = keeps(i)(reply, device) && usable
+      i += 1
+    usable
+
 /** What a status other than 2xx means, for every call of a profile. */
 enum Reaction(val key: String):
   case Reauthenticate extends Reaction("reauthenticate")
@@ -153,7 +172,9 @@ final class TemplateCall(
     reactions: Map[Int, Reaction],
     notAdmitted: Set[Int],
     message: Int,
-    walks: Int)
+    walks: Int,
+    qos: Int = 0,
+    retain: Boolean = false)
     extends Call:
   import TemplateCall.*
 
@@ -172,16 +193,10 @@ final class TemplateCall(
     val bytes = body match
       case Some(template) => template.bytes(scope)
       case None => Empty
-    Request(kind, method, path.text(scope), lines, bytes)
+    Request(kind, method, path.text(scope), lines, bytes, qos, retain)
 
   def read(reply: Reply, device: DeviceScope): Outcome = reply match
-    case r: Reply.Response if r.ok =>
-      var usable = true
-      var i = 0
-      while i < keeps.size do
-        usable = keeps(i)(r, device) && usable
-        i += 1
-      if usable then Outcome.Ok else Outcome.Failed
+    case r: Reply.Response if r.ok => if Keep.all(keeps, r, device) then Outcome.Ok else Outcome.Failed
     case r: Reply.Response if notAdmitted(r.status) => Outcome.NotAdmitted
     case r: Reply.Response =>
       reactions.getOrElse(r.status, Reaction.Failed) match

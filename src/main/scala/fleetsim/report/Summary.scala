@@ -17,6 +17,8 @@ final case class Summary(
     messages: Map[String, MessageCounts],
     latencyMs: Map[String, LatencySummary],
     tunnels: Option[TunnelsSummary],
+    mqtt: Option[MqttSummary],
+    pushes: Option[PushesSummary],
     process: ProcessSummary,
     controller: Option[ControllerCounts])
 
@@ -34,6 +36,11 @@ final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Lo
 final case class LatencySummary(p50: Double, p99: Double, max: Double)
 final case class ProcessSummary(threadsPeak: Int, heapUsedPeakBytes: Long)
 final case class TunnelsSummary(opened: Long, upAtEnd: Long, retunnels: Long, failures: Map[String, Long], handshakeMs: LatencySummary)
+/** MQTT connections: CONNACKs accepted, connected at the end, sessions lost and joined again,
+  * refused or failed connects by reason, CONNECT-to-CONNACK time.
+  */
+final case class MqttSummary(connects: Long, connectedAtEnd: Long, reconnects: Long, connectFailures: Map[String, Long], connectMs: LatencySummary)
+final case class PushesSummary(received: Long, acknowledged: Long, pushToAckMs: LatencySummary)
 
 object Summary:
   given JsonValueCodec[Summary] = JsonCodecMaker.makeWithRequiredCollectionFields
@@ -55,10 +62,15 @@ object Summary:
       DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
       byKind(k => MessageCounts(k.sent, k.ok, k.forbidden, k.failed, failures(k.failures))),
       byKind(k => latencySummary(k.overall)),
-      tunnelsUp.map { up =>
+      tunnelsUp.filter(_ => run.transport != "mqtt").map { up =>
         val t = metrics.tunnels
         TunnelsSummary(t.opened, up, t.retunnels, failures(t.failures), latencySummary(t.overall))
       },
+      tunnelsUp.filter(_ => run.transport == "mqtt").map { up =>
+        val t = metrics.tunnels
+        MqttSummary(t.opened, up, metrics.reconnects, failures(t.failures), latencySummary(t.overall))
+      },
+      Option.when(metrics.pushes.received > 0)(metrics.pushes).map(p => PushesSummary(p.received, p.acknowledged, latencySummary(p.overall))),
       ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
       controller)
 
@@ -89,6 +101,13 @@ object Summary:
     s.tunnels.foreach { t =>
       val failed = if t.failures.isEmpty then "" else ", failed opens: " + t.failures.map((k, v) => s"$k $v").mkString(", ")
       lines += f"  tunnels: ${t.opened} opened, ${t.upAtEnd} up at the end, ${t.retunnels} re-tunnels$failed; handshake p50 ${t.handshakeMs.p50}%.1f ms, p99 ${t.handshakeMs.p99}%.1f ms"
+    }
+    s.mqtt.foreach { m =>
+      val failed = if m.connectFailures.isEmpty then "" else ", failed connects: " + m.connectFailures.map((k, v) => s"$k $v").mkString(", ")
+      lines += f"  mqtt: ${m.connects} connects, ${m.connectedAtEnd} connected at the end, ${m.reconnects} reconnects$failed; connect p50 ${m.connectMs.p50}%.1f ms, p99 ${m.connectMs.p99}%.1f ms"
+    }
+    s.pushes.foreach { p =>
+      lines += f"  pushes: ${p.received} received, ${p.acknowledged} acknowledged; push to ack p50 ${p.pushToAckMs.p50}%.1f ms, p99 ${p.pushToAckMs.p99}%.1f ms"
     }
     s.controller.foreach { c =>
       lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registered} registered"

@@ -14,8 +14,10 @@ import scala.util.{Failure, Success}
   * could resume a session another device's certificate opened.
   *
   * @param names a device's name for its certificate (subject CN, file name), by its number
+  * @param protocols the TLS versions devices offer
   */
-final class FleetTls(host: String, port: Int, trust: Trust, certificates: Option[DeviceCertificates], names: Int => String)(
+final class FleetTls(host: String, port: Int, trust: Trust, certificates: Option[DeviceCertificates], names: Int => String,
+    protocols: Seq[String])(
     using ExecutionContext)
     extends TlsClient:
   private val trustManagers = TlsContexts.trustManagers(trust)
@@ -33,7 +35,7 @@ final class FleetTls(host: String, port: Int, trust: Trust, certificates: Option
         case Some(Failure(_)) => own.remove(device, context); context.map(engineOf) // tried again on the next connection
         case None => context.map(engineOf)
 
-  private def engineOf(context: SSLContext): SSLEngine = TlsContexts.clientEngine(context, host, port, verifyHostname = trust != Trust.Insecure)
+  private def engineOf(context: SSLContext): SSLEngine = TlsContexts.clientEngine(context, host, port, verifyHostname = trust != Trust.Insecure, protocols)
 
 object FleetTls:
   /** Whom the fleet trusts: anyone with --insecure-tls; else --ca-file's CAs, the embedded

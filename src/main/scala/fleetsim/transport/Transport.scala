@@ -13,12 +13,15 @@ import scala.concurrent.Future
   */
 final case class MessageKind(key: String, index: Int, periodic: Boolean)
 
-/** One call a device makes, as its profile rendered it.
+/** One call a device makes, as its profile rendered it: an HTTP request, or an MQTT publish
+  * (method PUBLISH, path its topic, no headers).
   *
   * @param headers header lines, each ending in CRLF (`Content-Type: ...\r\n`), or empty
   * @param body empty for none; a POST or PUT always says its Content-Length
+  * @param qos an MQTT publish's QoS, 0 or 1; and whether the broker retains it
   */
-final case class Request(kind: MessageKind, method: String, path: String, headers: Array[Byte], body: Array[Byte])
+final case class Request(kind: MessageKind, method: String, path: String, headers: Array[Byte], body: Array[Byte], qos: Int = 0,
+    retain: Boolean = false)
 
 /** The outcome of a call, as data: a transport's future never fails. */
 sealed trait Reply
@@ -79,18 +82,33 @@ trait Transport:
   def send(device: Int, request: Request): Future[Reply]
   def close(): Future[Done]
 
-/** A device's own tunnel to the controller: calls travel through it, and [[lost]] completes when
-  * it goes down for any reason (closed by either side, keepalive unanswered, idle timeout).
+object Transport:
+  /** For fleets whose every call travels through the device's own session (MQTT): nothing goes here. */
+  object Unused extends Transport:
+    private val never = Future.successful(Reply.Failed(FailureReason.ProtocolError))
+    def send(device: Int, request: Request): Future[Reply] = never
+    def close(): Future[Done] = Future.successful(Done)
+
+/** A message a device's session brought it unasked: a config push on one of its MQTT subscriptions. */
+final case class Push(topic: String, payload: Array[Byte])
+
+/** A device's own session with the controller — an SSH tunnel, an MQTT connection: calls travel
+  * through it, and [[lost]] completes when it goes down for any reason (closed by either side,
+  * keepalive unanswered, idle timeout).
   */
 trait Tunnel extends Transport:
   def lost: Future[Done]
 
-/** Opens tunnels, one per device, on resources shared by the whole fleet. */
+/** Opens sessions, one per device, on resources shared by the whole fleet: SSH tunnels after an
+  * HTTP join, or MQTT connections, which are the join themselves.
+  */
 trait Tunnels:
-  /** @param login the device's user name (its MAC, for protocol v1)
+  /** @param device the device's number in the fleet
+    * @param login the device's user name (its MAC, for protocol v1)
     * @param offered the SSH endpoint the controller named at join, if any
+    * @param pushed called with each message the session brings unasked, from the transport's thread
     */
-  def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]]
+  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]]
   /** The device's public key in OpenSSH format, sent at join so the controller can admit it. */
   def publicKey: Option[String]
   def close(): Future[Done]

@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{FleetContext, ProfileLoader}
 import fleetsim.protocol.*
-import fleetsim.transport.{FailureReason, MessageKind, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, MessageKind, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels, Push}
 import org.apache.pekko.Done
 import org.apache.pekko.util.ByteString
 import org.apache.pekko.actor.testkit.typed.scaladsl.{ScalaTestWithActorTestKit, TestProbe}
@@ -65,7 +65,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   /** Tunnels the test opens and breaks by hand; every call through one goes to the same probe. */
   private final class ScriptedTunnels(opens: ActorRef[Promise[Either[FailureReason, Tunnel]]], calls: ActorRef[Call]) extends Tunnels:
     def publicKey: Option[String] = Some("ecdsa-sha2-nistp256 AAAA")
-    def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+    def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
       val opened = Promise[Either[FailureReason, Tunnel]]()
       opens ! opened
       opened.future
@@ -85,6 +85,8 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
     def late(kind: MessageKind, nanos: Long): Unit = ()
+    def pushed(): Unit = ()
+    def pushAcknowledged(nanos: Long): Unit = ()
 
   private class Fixture(withTunnels: Boolean = false):
     val calls = TestProbe[Call]()

@@ -104,7 +104,28 @@ class ProfileLoaderSpec extends AnyWordSpec:
       val file = write("tcp.conf", good.replace("name = \"mine\"", "name = \"mine\"\ntransport = tcp"))
       val (code, _, err) = fleetsim("run", "--device-profile", file.toString, "--devices", "1")
       assert(code == 2, err)
-      assert(err.linesIterator.next() == s"fleetsim: $file:2: transport must be http or ssh (got 'tcp')", err)
+      assert(err.linesIterator.next() == s"fleetsim: $file:2: transport must be http, ssh or mqtt (got 'tcp')", err)
+    }
+    "refuse an MQTT profile's mistakes at their line: a path for a topic, QoS 2, a join" in {
+      val mqtt = ProfileLoader.builtInText("iot-mqtt").get
+      def refusedMqtt(from: String, to: String, what: String): Unit =
+        assert(mqtt.contains(from), from)
+        val file = write(s"mqtt-${to.hashCode.abs}.conf", mqtt.replace(from, to))
+        val (code, _, err) = fleetsim("profile", "check", file.toString)
+        assert(code == 2, err)
+        val line = mqtt.replace(from, to).linesIterator.indexWhere(_.contains(to.linesIterator.next().trim)) + 1
+        assert(err.linesIterator.next().startsWith(s"fleetsim: $file:$line: ") && err.contains(what), err)
+      refusedMqtt("topic = \"devices/{{clientId}}/telemetry\"", "path = \"/telemetry\"", "unknown key 'path'")
+      refusedMqtt("    qos = 1\n    json = \"\"\"{\"ts\"", "    qos = 2\n    json = \"\"\"{\"ts\"", "must be 0 or 1")
+      refusedMqtt("messages {", "join { path = \"/join\" }\nmessages {", "unknown key 'join'")
+    }
+    "refuse --transport mqtt with an HTTP profile, and an MQTT profile over HTTP" in {
+      val (code, _, err) = fleetsim("run", "--transport", "mqtt", "--device-profile", "ap-v1", "--devices", "1")
+      assert(code == 2 && err.contains("--transport mqtt needs an MQTT profile") && err.contains("iot-mqtt"), err)
+      val (code2, _, err2) = fleetsim("run", "--transport", "http", "--device-profile", "iot-mqtt", "--devices", "1")
+      assert(code2 == 2 && err2.contains("run it with --transport mqtt"), err2)
+      val (code3, _, err3) = fleetsim("run", "--broker", "http://127.0.0.1:1883", "--transport", "mqtt", "--devices", "1")
+      assert(code3 == 2 && err3.contains("mqtt://127.0.0.1:1883"), err3)
     }
     "refuse a file that is not there, and suggest a built-in profile" in {
       val (code, _, err) = fleetsim("run", "--device-profile", "ap-v2", "--devices", "1")

@@ -73,6 +73,25 @@ class TlsSpec extends AnyWordSpec:
       }
   }
 
+  "--tls-version" should {
+    "make devices offer only the versions it names" in
+      withServer(ca.issueServer(Seq("127.0.0.1"))) { port =>
+        def negotiated(choice: String): String =
+          val context = TlsContexts.client(Trust.Authorities(Seq(ca.certificate)), None)
+          val socket = context.getSocketFactory.createSocket().asInstanceOf[SSLSocket]
+          try
+            socket.setSSLParameters(TlsContexts.clientEngine(context, "127.0.0.1", port, verifyHostname = true,
+              TlsSettings.versions(choice)).getSSLParameters)
+            socket.connect(InetSocketAddress("127.0.0.1", port), 5000)
+            socket.startHandshake()
+            socket.getSession.getProtocol
+          finally socket.close()
+        assert(negotiated("any") == "TLSv1.3")
+        assert(negotiated("1.2") == "TLSv1.2")
+        assert(negotiated("1.3") == "TLSv1.3")
+      }
+  }
+
   "client certificates" should {
     "be admitted when the server's CA signed them, and refused when another did" in
       withServer(ca.issueServer(Seq("127.0.0.1")), clientCa = Some(ca.certificate)) { port =>

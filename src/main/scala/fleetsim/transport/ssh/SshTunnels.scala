@@ -49,7 +49,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
 
   val publicKey: Option[String] = Some(PublicKeyEntry.toString(settings.keys.getPublic))
 
-  def open(login: String, offered: Option[SshEndpoint]): Future[Either[FailureReason, Tunnel]] =
+  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
     settings.endpoint.orElse(offered.map(e => e.host -> e.port)) match
       case None => Future.successful(Left(FailureReason.ProtocolError)) // nowhere to tunnel to
       case Some((host, port)) =>

@@ -1,0 +1,198 @@
+package fleetsim.transport.mqtt
+
+import com.hivemq.client.mqtt.datatypes.MqttQos
+import com.hivemq.client.mqtt.lifecycle.MqttClientDisconnectedContext
+import com.hivemq.client.mqtt.mqtt3.Mqtt3AsyncClient
+import com.hivemq.client.mqtt.mqtt3.exceptions.Mqtt3ConnAckException
+import com.hivemq.client.mqtt.mqtt3.message.connect.connack.Mqtt3ConnAckReturnCode
+import com.hivemq.client.mqtt.mqtt3.message.subscribe.{Mqtt3Subscribe, Mqtt3Subscription}
+import com.hivemq.client.mqtt.mqtt5.Mqtt5AsyncClient
+import com.hivemq.client.mqtt.mqtt5.message.subscribe.{Mqtt5Subscribe, Mqtt5Subscription}
+import com.hivemq.client.mqtt.mqtt5.exceptions.{Mqtt5ConnAckException, Mqtt5PubAckException}
+import com.hivemq.client.mqtt.mqtt5.message.connect.connack.Mqtt5ConnAckReasonCode
+import com.hivemq.client.mqtt.{MqttClient, MqttClientExecutorConfig, MqttClientSslConfig, MqttGlobalPublishFilter}
+import fleetsim.transport.*
+import io.netty.channel.nio.NioEventLoopGroup
+import io.reactivex.schedulers.Schedulers
+import org.apache.pekko.Done
+
+import java.net.InetSocketAddress
+import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.{CompletableFuture, CompletionException, Executors, TimeUnit, TimeoutException}
+import scala.concurrent.duration.FiniteDuration
+import scala.concurrent.{ExecutionContext, Future, Promise}
+import scala.jdk.FutureConverters.*
+import scala.jdk.CollectionConverters.*
+
+/** MQTT devices' connections: one HiveMQ client per device, all on one Netty event loop and one
+  * application thread pool whatever the fleet's size. A device's connection is its join (CONNECT,
+  * CONNACK, SUBSCRIBE to its push topics) and its session: publishes travel through it, and pushes
+  * come back on it. The client never reconnects by itself: a lost connection is the device's to
+  * recover from, with its own backoff.
+  *
+  * @param tls per device: how its connection speaks TLS (mqtts://); None = plain
+  * @param sources per device: the local address it connects from (--source-ips)
+  * @param requestTimeout a QoS 1 publish not acknowledged within it fails as timed out
+  */
+final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Option[Int => Future[MqttClientSslConfig]],
+    sources: Option[SourceAddresses], requestTimeout: FiniteDuration)(using ExecutionContext)
+    extends Tunnels:
+  import MqttSessions.*
+
+  private val eventLoop = NioEventLoopGroup(Runtime.getRuntime.availableProcessors, daemonThreads("fleetsim-mqtt-io"))
+  private val application = Executors.newFixedThreadPool(Runtime.getRuntime.availableProcessors, daemonThreads("fleetsim-mqtt"))
+  private val executors = MqttClientExecutorConfig.builder()
+    .nettyExecutor(eventLoop)
+    .nettyThreads(Runtime.getRuntime.availableProcessors)
+    .applicationScheduler(Schedulers.from(application))
+    .build()
+
+  def publicKey: Option[String] = None
+
+  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+    val identity = options.identity(device)
+    tls.fold(Future.successful(None))(_(device).map(Some(_))).flatMap(ssl => connect(device, identity, ssl, pushed)).recover {
+      case e => Left(reason(e)) // a certificate that could not be issued or read
+    }
+
+  private def connect(device: Int, identity: MqttIdentity, ssl: Option[MqttClientSslConfig], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+    val lost = Promise[Done]()
+    val connected = java.util.concurrent.atomic.AtomicBoolean(false)
+    val builder = MqttClient.builder()
+      .identifier(identity.clientId)
+      .serverHost(host)
+      .serverPort(port)
+      .executorConfig(executors)
+      // Before the CONNACK, a disconnect is the connect's failure, and the connect's future says so.
+      .addDisconnectedListener((_: MqttClientDisconnectedContext) => if connected.get then lost.trySuccess(Done))
+    ssl.foreach(builder.sslConfig)
+    sources.foreach(s => builder.transportConfig().localAddress(InetSocketAddress(s.of(device), 0)).applyTransportConfig())
+    val session: Session =
+      if options.version == 5 then V5Session(builder.useMqttVersion5().buildAsync(), identity, pushed)
+      else V3Session(builder.useMqttVersion3().buildAsync(), identity, pushed)
+    session.connect().asScala.map { _ =>
+      connected.set(true)
+      Right(MqttTunnel(session, lost.future)): Either[FailureReason, Tunnel]
+    }.recover { case e => session.disconnect(); Left(reason(e)) }
+
+  def close(): Future[Done] =
+    application.shutdown()
+    eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[io.netty.util.concurrent.Future[Any]]
+    Future.successful(Done)
+
+  /** One device's session: its publishes, capped at `maxInFlight` unacknowledged. */
+  private final class MqttTunnel(session: Session, val lost: Future[Done]) extends Tunnel:
+    private val inFlight = AtomicInteger()
+
+    def send(device: Int, request: Request): Future[Reply] =
+      if request.qos > 0 && inFlight.incrementAndGet() > options.maxInFlight then
+        inFlight.decrementAndGet()
+        Future.successful(Overloaded)
+      else
+        val sent = session.publish(request).orTimeout(requestTimeout.toMillis, TimeUnit.MILLISECONDS)
+        sent.handle[Reply] { (_, error) =>
+          if request.qos > 0 then inFlight.decrementAndGet()
+          if error == null then Delivered else Reply.Failed(reason(error))
+        }.asScala
+
+    def close(): Future[Done] =
+      session.disconnect()
+      Future.successful(Done)
+
+  /** What the two protocol versions' clients have in common, as a session needs it. */
+  private sealed trait Session:
+    def connect(): CompletableFuture[?]
+    def publish(request: Request): CompletableFuture[?]
+    def disconnect(): Unit
+
+  private final class V5Session(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session:
+    def connect(): CompletableFuture[?] =
+      // Set before the CONNECT: a persistent session's queued pushes may come right after the CONNACK.
+      client.publishes(MqttGlobalPublishFilter.SUBSCRIBED, p => pushed(Push(p.getTopic.toString, p.getPayloadAsBytes)))
+      val connect = client.connectWith()
+        .cleanStart(options.cleanStart)
+        .keepAlive(options.keepAlive.toSeconds.toInt)
+        .sessionExpiryInterval(options.sessionExpiry.toSeconds)
+      identity.username.foreach { user =>
+        val auth = connect.simpleAuth().username(user)
+        identity.password.fold(auth)(auth.password).applySimpleAuth()
+      }
+      identity.will.foreach { (topic, payload) =>
+        connect.willPublish().topic(topic).payload(payload).qos(qos(options.willQos)).retain(options.willRetain).applyWillPublish()
+      }
+      connect.send().thenCompose { _ =>
+        if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null)
+        else
+          val filters = identity.subscriptions.map(f => Mqtt5Subscription.builder().topicFilter(f).qos(qos(options.pushQos)).build())
+          client.subscribe(Mqtt5Subscribe.builder().addSubscriptions(filters.asJava).build())
+      }
+
+    def publish(request: Request): CompletableFuture[?] =
+      client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
+
+    def disconnect(): Unit = client.disconnect()
+
+  private final class V3Session(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session:
+    def connect(): CompletableFuture[?] =
+      client.publishes(MqttGlobalPublishFilter.SUBSCRIBED, p => pushed(Push(p.getTopic.toString, p.getPayloadAsBytes)))
+      val connect = client.connectWith()
+        .cleanSession(options.cleanStart)
+        .keepAlive(options.keepAlive.toSeconds.toInt)
+      identity.username.foreach { user =>
+        val auth = connect.simpleAuth().username(user)
+        identity.password.fold(auth)(auth.password).applySimpleAuth()
+      }
+      identity.will.foreach { (topic, payload) =>
+        connect.willPublish().topic(topic).payload(payload).qos(qos(options.willQos)).retain(options.willRetain).applyWillPublish()
+      }
+      connect.send().thenCompose { _ =>
+        if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null)
+        else
+          val filters = identity.subscriptions.map(f => Mqtt3Subscription.builder().topicFilter(f).qos(qos(options.pushQos)).build())
+          client.subscribe(Mqtt3Subscribe.builder().addSubscriptions(filters.asJava).build())
+      }
+
+    def publish(request: Request): CompletableFuture[?] =
+      client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
+
+    def disconnect(): Unit = client.disconnect()
+
+object MqttSessions:
+  /** A publish the broker took (QoS 1: PUBACK'd; QoS 0: written): one reply for all. */
+  private val Delivered = Reply.Response(200, Array.emptyByteArray)
+  private val Overloaded = Reply.Failed(FailureReason.Overloaded)
+
+  private def qos(level: Int): MqttQos = if level == 0 then MqttQos.AT_MOST_ONCE else MqttQos.AT_LEAST_ONCE
+
+  /** Why a connect or a publish failed, in a device's terms. */
+  def reason(e: Throwable): FailureReason =
+    val cause = e match
+      case c: CompletionException if c.getCause != null => c.getCause
+      case other => other
+    cause match
+      case c: Mqtt5ConnAckException => refusal(c.getMqttMessage.getReasonCode)
+      case c: Mqtt3ConnAckException =>
+        c.getMqttMessage.getReturnCode match
+          case Mqtt3ConnAckReturnCode.BAD_USER_NAME_OR_PASSWORD | Mqtt3ConnAckReturnCode.NOT_AUTHORIZED => FailureReason.Unauthorized
+          case _ => FailureReason.Rejected
+      case p: Mqtt5PubAckException =>
+        if p.getMqttMessage.getReasonCode.isError then FailureReason.Rejected else FailureReason.ProtocolError
+      case _: TimeoutException => FailureReason.TimedOut
+      case _: java.net.ConnectException => FailureReason.ConnectFailed
+      case other => Replies.tlsReason(other).getOrElse(
+        if Option(other.getCause).exists(_.isInstanceOf[java.net.ConnectException]) then FailureReason.ConnectFailed else FailureReason.ProtocolError)
+
+  /** A CONNACK's refusal: credentials refused or not authorized mean what a 401 or 403 means. */
+  private def refusal(code: Mqtt5ConnAckReasonCode): FailureReason = code match
+    case Mqtt5ConnAckReasonCode.BAD_USER_NAME_OR_PASSWORD | Mqtt5ConnAckReasonCode.NOT_AUTHORIZED | Mqtt5ConnAckReasonCode.BANNED |
+        Mqtt5ConnAckReasonCode.BAD_AUTHENTICATION_METHOD => FailureReason.Unauthorized
+    case Mqtt5ConnAckReasonCode.SERVER_BUSY | Mqtt5ConnAckReasonCode.SERVER_UNAVAILABLE | Mqtt5ConnAckReasonCode.QUOTA_EXCEEDED |
+        Mqtt5ConnAckReasonCode.CONNECTION_RATE_EXCEEDED => FailureReason.Throttled
+    case _ => FailureReason.Rejected
+
+  private def daemonThreads(name: String): java.util.concurrent.ThreadFactory =
+    val count = AtomicInteger()
+    r =>
+      val t = Thread(r, s"$name-${count.incrementAndGet()}")
+      t.setDaemon(true)
+      t

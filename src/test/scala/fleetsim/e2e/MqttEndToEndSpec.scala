@@ -1,0 +1,83 @@
+package fleetsim.e2e
+
+import com.typesafe.config.{Config, ConfigFactory}
+import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.device.DeviceState.Reporting
+import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.net.URI
+import java.net.http.{HttpClient, HttpRequest, HttpResponse}
+import java.nio.file.Files
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** MQTT fleets against the broker embedded with the reference controller, over real sockets. */
+class MqttEndToEndSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
+
+  private val Devices = 200
+  private val dir = Files.createTempDirectory("fleetsim-mqtt-e2e")
+
+  private def config(extra: String = ""): Config =
+    ConfigFactory.parseString(s"""
+      fleetsim.fleet { devices = $Devices, ramp-rate = 1000, transport = mqtt }
+      fleetsim.controller.state-dir = "${Files.createTempDirectory(dir, "state")}"
+      fleetsim.http.request-timeout = 3s
+      fleetsim.device.backoff { min = 100ms, max = 1s }
+      fleetsim.run.results-dir = "${Files.createTempDirectory(dir, "run")}"
+      $extra
+      """).withFallback(ConfigFactory.load()).resolve()
+
+  /** A profile file like iot-mqtt, reporting every second. */
+  private def quickProfile: String =
+    val text = fleetsim.profile.ProfileLoader.builtInText("iot-mqtt").get.replace("interval = 10s", "interval = 1s")
+    val file = Files.createTempFile(dir, "quick", ".conf")
+    Files.writeString(file, text)
+    file.toString
+
+  private def post(url: String): String =
+    HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI(url)).POST(HttpRequest.BodyPublishers.noBody()).build(),
+      HttpResponse.BodyHandlers.ofString()).body()
+
+  "An MQTT fleet against the embedded broker" should {
+    "bring every device to Reporting, the controller receiving what the devices delivered" in {
+      val c = config(s"""fleetsim.device-profile = "$quickProfile"""")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        assert(run.controllerUrl.startsWith("mqtt://127.0.0.1:"))
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= 2 * Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        val telemetry = summary.messages("telemetry")
+        assert(telemetry.failed == 0)
+        assert(telemetry.ok == summary.controller.get.received("telemetry")) // received == delivered
+        val mqtt = summary.mqtt.get
+        assert(mqtt.connects == Devices && mqtt.connectedAtEnd == Devices && mqtt.reconnects == 0)
+        assert(summary.run.transport == "mqtt" && summary.run.deviceProfile.nonEmpty)
+      }
+    }
+
+    "push a config to every device, each acknowledging it, and time push to acknowledgement" in {
+      val c = config()
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        val controller = run.controller.get
+        val reply = post(s"${controller.url}/admin/config/push?to=fleet")
+        assert(reply.contains("\"configSeq\":2"), reply)
+        eventually(assert(run.metrics.snapshot().pushes.acknowledged == Devices))
+        eventually(assert(controller.counts.received("applied") == Devices))
+        val each = post(s"${controller.url}/admin/config/push?to=each")
+        assert(each.contains(s"\"messages\":$Devices"), each)
+        eventually(assert(controller.counts.received("applied") == 2 * Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        val pushes = summary.pushes.get
+        assert(pushes.received >= 2 * Devices && pushes.acknowledged == 2 * Devices)
+        assert(pushes.pushToAckMs.p50 > 0 && pushes.pushToAckMs.max >= pushes.pushToAckMs.p50)
+        assert(summary.messages("applied").ok == 2 * Devices)
+      }
+    }
+  }
