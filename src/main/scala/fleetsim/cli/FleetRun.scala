@@ -149,7 +149,8 @@ object FleetRun:
       mqttSessions = settings.profile.mqtt.filter(_ => mqtt).map { options =>
         val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
           settings.profile.identityName, settings.tls.protocols))
-        MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.requestTimeout)
+        MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.connectTimeout,
+          settings.http.requestTimeout)
       }
       tunnels = sshTunnels.orElse(mqttSessions).map(MeteredTunnels(_, metrics))
       random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()

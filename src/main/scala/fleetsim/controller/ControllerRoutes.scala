@@ -166,6 +166,11 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
         case Some(g) => complete(json(Dropped(g.drop(fraction.max(0).min(1)))))
         case None => complete(StatusCodes.NotFound, "this controller runs no SSH server")
     },
+    (path("mqtt" / "drop") & post) {
+      broker match
+        case Some(b) => complete(json(Dropped(b.dropAll())))
+        case None => complete(StatusCodes.NotFound, "this controller runs no MQTT broker (run --transport mqtt)")
+    },
     (path("devices") & get & parameter("limit".as[Int].withDefault(100))) { limit =>
       val rows = registry.devicesView.take(limit).map { (mac, d) =>
         DeviceView(mac, d.serial, d.model, d.firmware, d.state, d.configSeq, d.joins, Instant.ofEpochMilli(d.lastSeenMillis).toString, d.address)

@@ -7,7 +7,6 @@ import io.moquette.interception.messages.{InterceptConnectMessage, InterceptPubl
 import io.netty.buffer.Unpooled
 import io.netty.handler.codec.mqtt.{MqttMessageBuilders, MqttQoS}
 
-import java.net.ServerSocket
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.Properties
 import java.util.concurrent.ConcurrentHashMap
@@ -18,24 +17,11 @@ import scala.jdk.CollectionConverters.*
   * subscriber client), counts it in the registry by its topic's last level (`devices/ID/telemetry`
   * counts as telemetry: the profile names topics after its message kinds), and pushes
   * configuration by publishing to the devices' topics itself.
-  *
-  * @param port 0 picks a free port
   */
-final class MqttBroker private (server: Server, val port: Int, registry: Registry):
-  def url: String = s"mqtt://127.0.0.1:$port"
+final class MqttBroker private (server: Server, host: String, val port: Int, watcher: MqttBroker.Watcher):
+  def url: String = s"mqtt://$host:$port"
 
-  /** Client ids connected so far (the registry keeps the devices of HTTP profiles; these are MQTT's). */
-  private val clients = ConcurrentHashMap.newKeySet[String]()
-
-  private[controller] val interceptor = new AbstractInterceptHandler:
-    def getID: String = "fleetsim-controller"
-    override def onConnect(message: InterceptConnectMessage): Unit = clients.add(message.getClientID)
-    override def onPublish(message: InterceptPublishMessage): Unit =
-      try if message.getClientID != MqttBroker.Pusher then registry.countReceived(MqttBroker.kindOf(message.getTopicName))
-      finally super.onPublish(message) // releases the payload
-    override def onSessionLoopError(error: Throwable): Unit = MqttBroker.log.warn("MQTT broker: {}", error.toString)
-
-  def connectedClients: Int = clients.size
+  def connectedClients: Int = watcher.clients.size
 
   /** Publishes `payload` at QoS 1 to `topic`, as the controller; routed like any publish. */
   def publish(topic: String, payload: String): Unit =
@@ -45,9 +31,14 @@ final class MqttBroker private (server: Server, val port: Int, registry: Registr
 
   /** Pushes `payload` to every device that has connected, each on its own topic (`devices/ID/config`). */
   def pushEach(payload: String): Int =
-    val ids = clients.asScala.toSeq
+    val ids = watcher.clients.asScala.toSeq
     ids.foreach(id => publish(s"devices/$id/config", payload))
     ids.size
+
+  /** Closes every device's connection at once, as a broker failing over would; returns how many. */
+  def dropAll(): Int =
+    val connected = server.listConnectedClients().asScala.map(_.getClientID).filter(_ != MqttBroker.Pusher).toSeq
+    connected.count(server.disconnectClient)
 
   def stop(): Unit = server.stopServer()
 
@@ -60,20 +51,37 @@ object MqttBroker:
 
   def kindOf(topic: String): String = topic.substring(topic.lastIndexOf('/') + 1)
 
-  /** Starts the broker on 127.0.0.1:`port` (0: a free one), anonymous clients allowed, nothing persisted. */
+  /** Sees what the broker takes: connects (client ids, so that pushes can reach each device) and
+    * publishes, counted in the registry. Runs on the broker's interceptor thread.
+    */
+  private final class Watcher(registry: Registry) extends AbstractInterceptHandler:
+    val clients: java.util.Set[String] = ConcurrentHashMap.newKeySet[String]()
+    def getID: String = "fleetsim-controller"
+    override def onConnect(message: InterceptConnectMessage): Unit = clients.add(message.getClientID)
+    override def onPublish(message: InterceptPublishMessage): Unit =
+      try if message.getClientID != Pusher then registry.countReceived(kindOf(message.getTopicName))
+      finally super.onPublish(message) // releases the payload
+    override def onSessionLoopError(error: Throwable): Unit = log.warn("MQTT broker: {}", error.toString)
+
+  /** Starts the broker on `host`:`port` (0: a free one), anonymous clients allowed, nothing persisted. */
   def start(host: String, port: Int, registry: Registry): MqttBroker =
-    val bound = if port != 0 then port else { val s = ServerSocket(0, 1, java.net.InetAddress.getByName(host)); try s.getLocalPort finally s.close() }
     val properties = Properties()
     properties.setProperty("host", host)
-    properties.setProperty("port", bound.toString)
+    properties.setProperty("port", port.toString)
     properties.setProperty("websocket_port", "disabled")
     properties.setProperty("persistence_enabled", "false")
     properties.setProperty("allow_anonymous", "true")
     properties.setProperty("telemetry_enabled", "false") // it would call home: tests and benchmarks stay on loopback
     properties.setProperty("netty.native", "false")
     properties.setProperty("intercept.thread_pool.size", "1")
+    // A CONNECT that finds its session loop's queue full gets no CONNACK: room for a fleet's connect storm.
+    properties.setProperty("session_queue_size", "16384")
+    properties.setProperty("netty.mqtt.message_size", (1 << 20).toString)
     val server = Server()
-    val broker = new MqttBroker(server, bound, registry)
-    try server.startServer(MemoryConfig(properties), java.util.List.of(broker.interceptor), null, null, null)
-    catch case _: java.io.IOException => throw fleetsim.PortInUse(bound, "mqtt")
-    broker
+    val watcher = Watcher(registry)
+    try server.startServer(MemoryConfig(properties), java.util.List.of(watcher), null, null, null)
+    catch case e: RuntimeException if Option(e.getCause).exists(_.isInstanceOf[java.net.BindException]) => throw fleetsim.PortInUse(port, "mqtt")
+    // The bound port is written by the acceptor's own thread just after the bind: wait for it.
+    val deadline = System.nanoTime() + 5_000_000_000L
+    while server.getPort == 0 && System.nanoTime() < deadline do Thread.onSpinWait()
+    new MqttBroker(server, host, server.getPort, watcher)

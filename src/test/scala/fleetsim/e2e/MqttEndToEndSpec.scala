@@ -48,7 +48,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         assert(run.controllerUrl.startsWith("mqtt://127.0.0.1:"))
-        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
         eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= 2 * Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val telemetry = summary.messages("telemetry")
@@ -64,7 +64,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       val c = config()
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
-        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
         val controller = run.controller.get
         val reply = post(s"${controller.url}/admin/config/push?to=fleet")
         assert(reply.contains("\"configSeq\":2"), reply)
@@ -80,4 +80,50 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
         assert(summary.messages("applied").ok == 2 * Devices)
       }
     }
+
+    "reconnect every device, spread out, when the broker drops all sessions at once" in {
+      val c = config(s"""fleetsim.device-profile = "$quickProfile"
+        fleetsim.device.backoff { min = 1s, max = 4s }""")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
+        val recorder = OpensRecorder(() => run.metrics.snapshot().tunnels.opened)
+        assert(post(s"${run.controller.get.url}/admin/mqtt/drop").contains(s"\"sessions\":$Devices"))
+        eventually(assert(run.metrics.snapshot().reconnects == Devices))
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices && run.metrics.snapshot().tunnels.opened == 2 * Devices,
+          s"${run.metrics.devicesByState} ${run.metrics.snapshot().tunnels}"))
+        val busiest = recorder.busiest100ms
+        assert(busiest < Devices / 2, s"$busiest of $Devices reconnected within one 100 ms")
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.mqtt.get.reconnects == Devices && summary.messages("telemetry").ok == summary.controller.get.received("telemetry"))
+      }
+    }
+
+    "hold its thread count flat from 50 devices to 2,000" in {
+      def threadsAt(devices: Int): Int =
+        val c = config(s"""fleetsim.fleet.devices = $devices
+          fleetsim.fleet.ramp-rate = 2000""")
+        var threads = 0
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.devicesByState(Reporting) == devices, run.metrics.devicesByState))
+          threads = Thread.activeCount()
+          Await.result(run.finish("test over"), 60.seconds)
+        }
+        threads
+      val (few, many) = (threadsAt(50), threadsAt(2000))
+      assert(many <= few + 4, s"$few threads at 50 devices, $many at 2,000")
+    }
   }
+
+/** What the spread of reconnections looked like: opens counted every 20 ms by a timer, never a sleep. */
+final class OpensRecorder(opened: () => Long):
+  private val counts = java.util.concurrent.ConcurrentLinkedQueue[(Long, Long)]()
+  private val timer = java.util.concurrent.Executors.newSingleThreadScheduledExecutor()
+  timer.scheduleAtFixedRate(() => counts.add(System.nanoTime() -> opened()), 0, 20, java.util.concurrent.TimeUnit.MILLISECONDS)
+
+  /** The most opens seen within any 100 ms. */
+  def busiest100ms: Long =
+    timer.shutdown()
+    val seen = counts.toArray(Array.empty[(Long, Long)]).toIndexedSeq
+    seen.map((t, n) => seen.filter((u, _) => u >= t && u - t <= 100_000_000L).map(_._2).max - n).maxOption.getOrElse(0L)

@@ -19,3 +19,5 @@ object Programs:
   def chromium: Path = require("Chromium", "/usr/bin/chromium", "chromium")
   def chromedriver: Path = require("ChromeDriver", "/usr/bin/chromedriver", "chromium-driver")
   def openssl: Path = require("OpenSSL", "/usr/bin/openssl", "openssl")
+  def mosquitto: Path = require("mosquitto", "/usr/sbin/mosquitto", "mosquitto")
+  def mosquittoPasswd: Path = require("mosquitto_passwd", "/usr/bin/mosquitto_passwd", "mosquitto")

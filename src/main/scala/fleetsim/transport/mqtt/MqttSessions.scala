@@ -18,7 +18,7 @@ import org.apache.pekko.Done
 
 import java.net.InetSocketAddress
 import java.util.concurrent.atomic.AtomicInteger
-import java.util.concurrent.{CompletableFuture, CompletionException, Executors, TimeUnit, TimeoutException}
+import java.util.concurrent.{CompletableFuture, CompletionException, ConcurrentHashMap, Executors, TimeUnit, TimeoutException}
 import scala.concurrent.duration.FiniteDuration
 import scala.concurrent.{ExecutionContext, Future, Promise}
 import scala.jdk.FutureConverters.*
@@ -32,10 +32,11 @@ import scala.jdk.CollectionConverters.*
   *
   * @param tls per device: how its connection speaks TLS (mqtts://); None = plain
   * @param sources per device: the local address it connects from (--source-ips)
-  * @param requestTimeout a QoS 1 publish not acknowledged within it fails as timed out
+  * @param connectTimeout for the TCP (and TLS) connection
+  * @param requestTimeout a CONNACK, or a QoS 1 publish's PUBACK, not come within it fails as timed out
   */
 final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Option[Int => Future[MqttClientSslConfig]],
-    sources: Option[SourceAddresses], requestTimeout: FiniteDuration)(using ExecutionContext)
+    sources: Option[SourceAddresses], connectTimeout: FiniteDuration, requestTimeout: FiniteDuration)(using ExecutionContext)
     extends Tunnels:
   import MqttSessions.*
 
@@ -46,6 +47,9 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     .nettyThreads(Runtime.getRuntime.availableProcessors)
     .applicationScheduler(Schedulers.from(application))
     .build()
+
+  /** Disconnects under way: the pools stay up until they are done. */
+  private val closing = ConcurrentHashMap.newKeySet[CompletableFuture[?]]()
 
   def publicKey: Option[String] = None
 
@@ -66,44 +70,65 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       // Before the CONNACK, a disconnect is the connect's failure, and the connect's future says so.
       .addDisconnectedListener((_: MqttClientDisconnectedContext) => if connected.get then lost.trySuccess(Done))
     ssl.foreach(builder.sslConfig)
-    sources.foreach(s => builder.transportConfig().localAddress(InetSocketAddress(s.of(device), 0)).applyTransportConfig())
+    // After host, port and TLS, which it copies (setting those later would reset it).
+    val transport = builder.transportConfig()
+      .socketConnectTimeout(connectTimeout.toMillis, TimeUnit.MILLISECONDS)
+      .mqttConnectTimeout(requestTimeout.toMillis, TimeUnit.MILLISECONDS)
+    sources.foreach(s => transport.localAddress(InetSocketAddress(s.of(device), 0)))
+    transport.applyTransportConfig()
     val session: Session =
       if options.version == 5 then V5Session(builder.useMqttVersion5().buildAsync(), identity, pushed)
       else V3Session(builder.useMqttVersion3().buildAsync(), identity, pushed)
-    session.connect().asScala.map { _ =>
+    // The connect and the subscribe each wait for the broker's answer: a SUBACK that never comes must not hold the device.
+    val deadline = (connectTimeout + requestTimeout * 2).toMillis
+    session.connect().orTimeout(deadline, TimeUnit.MILLISECONDS).asScala.map { _ =>
       connected.set(true)
       Right(MqttTunnel(session, lost.future)): Either[FailureReason, Tunnel]
-    }.recover { case e => session.disconnect(); Left(reason(e)) }
+    }.recover { case e => disconnect(session); Left(reason(e)) }
 
+  private def disconnect(session: Session): Unit =
+    val done = session.disconnect()
+    closing.add(done)
+    done.whenComplete((_, _) => closing.remove(done))
+
+  /** After the devices have closed their sessions: waits (a few seconds at most) for their
+    * DISCONNECTs to go out, then stops the threads.
+    */
   def close(): Future[Done] =
-    application.shutdown()
-    eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[io.netty.util.concurrent.Future[Any]]
-    Future.successful(Done)
+    val pending = closing.toArray(Array.empty[CompletableFuture[?]])
+    CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.map { _ =>
+      eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS)
+      application.shutdown()
+      Done
+    }
 
-  /** One device's session: its publishes, capped at `maxInFlight` unacknowledged. */
+  /** One device's session: its publishes, at most `maxInFlight` not yet acknowledged (QoS 1) or
+    * written (QoS 0) — the client would queue the rest without bound.
+    */
   private final class MqttTunnel(session: Session, val lost: Future[Done]) extends Tunnel:
     private val inFlight = AtomicInteger()
 
     def send(device: Int, request: Request): Future[Reply] =
-      if request.qos > 0 && inFlight.incrementAndGet() > options.maxInFlight then
+      if inFlight.incrementAndGet() > options.maxInFlight then
         inFlight.decrementAndGet()
         Future.successful(Overloaded)
       else
-        val sent = session.publish(request).orTimeout(requestTimeout.toMillis, TimeUnit.MILLISECONDS)
-        sent.handle[Reply] { (_, error) =>
-          if request.qos > 0 then inFlight.decrementAndGet()
-          if error == null then Delivered else Reply.Failed(reason(error))
-        }.asScala
+        val sent = session.publish(request)
+        sent.whenComplete((_, _) => inFlight.decrementAndGet()) // when the client is done with it, not at our deadline
+        sent.handle[Reply]((_, error) => if error == null then Delivered else Reply.Failed(reason(error)))
+          .orTimeout(requestTimeout.toMillis, TimeUnit.MILLISECONDS)
+          .exceptionally(_ => TimedOut)
+          .asScala
 
     def close(): Future[Done] =
-      session.disconnect()
+      disconnect(session)
       Future.successful(Done)
 
   /** What the two protocol versions' clients have in common, as a session needs it. */
   private sealed trait Session:
     def connect(): CompletableFuture[?]
     def publish(request: Request): CompletableFuture[?]
-    def disconnect(): Unit
+    def disconnect(): CompletableFuture[?]
 
   private final class V5Session(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session:
     def connect(): CompletableFuture[?] =
@@ -130,7 +155,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     def publish(request: Request): CompletableFuture[?] =
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
-    def disconnect(): Unit = client.disconnect()
+    def disconnect(): CompletableFuture[?] = client.disconnect()
 
   private final class V3Session(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session:
     def connect(): CompletableFuture[?] =
@@ -155,12 +180,13 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     def publish(request: Request): CompletableFuture[?] =
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
-    def disconnect(): Unit = client.disconnect()
+    def disconnect(): CompletableFuture[?] = client.disconnect()
 
 object MqttSessions:
   /** A publish the broker took (QoS 1: PUBACK'd; QoS 0: written): one reply for all. */
   private val Delivered = Reply.Response(200, Array.emptyByteArray)
   private val Overloaded = Reply.Failed(FailureReason.Overloaded)
+  private val TimedOut = Reply.Failed(FailureReason.TimedOut)
 
   private def qos(level: Int): MqttQos = if level == 0 then MqttQos.AT_MOST_ONCE else MqttQos.AT_LEAST_ONCE
 
@@ -178,6 +204,7 @@ object MqttSessions:
       case p: Mqtt5PubAckException =>
         if p.getMqttMessage.getReasonCode.isError then FailureReason.Rejected else FailureReason.ProtocolError
       case _: TimeoutException => FailureReason.TimedOut
+      case d: Exception if Option(d.getMessage).exists(_.contains("Timeout while waiting for CONNACK")) => FailureReason.TimedOut
       case _: java.net.ConnectException => FailureReason.ConnectFailed
       case other => Replies.tlsReason(other).getOrElse(
         if Option(other.getCause).exists(_.isInstanceOf[java.net.ConnectException]) then FailureReason.ConnectFailed else FailureReason.ProtocolError)
