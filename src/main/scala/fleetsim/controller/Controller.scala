@@ -43,6 +43,8 @@ object Controller:
     val tls = Option.when(settings.tls)(ControllerTls(settings.stateDir, settings.host, settings.clientCertsRequired))
     val server = defaults
       .withTimeouts(defaults.timeouts.withIdleTimeout(settings.idleTimeout))
+      // Pekko's default, 1,024, refused every device past it in per-device fleets: the open-files limit is the real one.
+      .withMaxConnections(1 << 20)
       .withParserSettings(defaults.parserSettings.withIncludeSslSessionAttribute(settings.clientCertsRequired))
     val handler = Route.toFunction(routes.route)(using system.classicSystem)
     // Materialized once per connection: so it counts them.

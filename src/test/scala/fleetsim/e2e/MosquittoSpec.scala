@@ -1,0 +1,148 @@
+package fleetsim.e2e
+
+import com.typesafe.config.{Config, ConfigFactory}
+import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.device.DeviceState.Reporting
+import fleetsim.profile.ProfileLoader
+import fleetsim.tls.{CertificateAuthority, Pem}
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.net.{InetSocketAddress, ServerSocket, Socket}
+import java.nio.file.{Files, Path}
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
+
+/** MQTT fleets against a real broker: Debian's mosquitto in its own process on 127.0.0.1, with a
+  * password file, a TLS listener that requires client certificates, and restarts.
+  */
+class MosquittoSpec extends AnyWordSpec with Eventually:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
+
+  private val Devices = 200
+  private val dir = Files.createTempDirectory("fleetsim-mosquitto")
+
+  /** mosquitto with `settings` under a listener on a free loopback port; its log in `log`. */
+  private final class Mosquitto(settings: String):
+    val port: Int = { val s = ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress); try s.getLocalPort finally s.close() }
+    private val home = Files.createTempDirectory(dir, "broker")
+    val log: Path = home.resolve("mosquitto.log")
+    private val conf = Files.writeString(home.resolve("mosquitto.conf"),
+      s"""listener $port 127.0.0.1
+         |user ${System.getProperty("user.name")}
+         |persistence false
+         |log_dest file $log
+         |log_type all
+         |connection_messages true
+         |$settings
+         |""".stripMargin)
+    private var process = start()
+
+    private def start(): Process =
+      val p = ProcessBuilder(Programs.mosquitto.toString, "-c", conf.toString).redirectErrorStream(true)
+        .redirectOutput(home.resolve("out.txt").toFile).start()
+      eventually {
+        assert(p.isAlive, Files.readString(home.resolve("out.txt")))
+        val probe = Socket()
+        try probe.connect(InetSocketAddress("127.0.0.1", port), 1000) finally probe.close()
+      }
+      p
+
+    def restart(): Unit =
+      process.destroyForcibly().waitFor()
+      process = start()
+
+    def stop(): Unit = process.destroyForcibly().waitFor()
+
+    /** The user names the broker logged its clients in with (`u'NAME'` on each new connection). */
+    def identities: Set[String] =
+      Files.readAllLines(log).asScala.flatMap(l => "u'([^']*)'".r.findFirstMatchIn(l).map(_.group(1))).toSet
+
+  private def withBroker(settings: String)(test: Mosquitto => Unit): Unit =
+    val broker = Mosquitto(settings)
+    try test(broker) finally broker.stop()
+
+  /** iot-mqtt, reporting every second, with `mqtt` lines added to its mqtt block and `top` before it. */
+  private def profile(top: String = "", mqtt: String = ""): String =
+    val text = ProfileLoader.builtInText("iot-mqtt").get.replace("interval = 10s", "interval = 1s")
+      .replace("mqtt {\n", s"$top\nmqtt {\n$mqtt\n")
+    Files.writeString(Files.createTempFile(dir, "profile", ".conf"), text).toString
+
+  private def config(broker: String, profileFile: String, extra: String = ""): Config =
+    ConfigFactory.parseString(s"""
+      fleetsim.fleet { devices = $Devices, ramp-rate = 1000, transport = mqtt }
+      fleetsim.mqtt.broker = "$broker"
+      fleetsim.device-profile = "$profileFile"
+      fleetsim.http.request-timeout = 3s
+      fleetsim.run.results-dir = "${Files.createTempDirectory(dir, "run")}"
+      $extra
+      """).withFallback(ConfigFactory.load()).resolve()
+
+  "An MQTT fleet against mosquitto" should {
+    "log in with each device's own user name and password, and count the one device whose password is wrong" in {
+      val passwords = Files.createTempFile(dir, "passwd", "")
+      val csv = Files.createTempFile(dir, "devices", ".csv")
+      val users = (0 until Devices).map(n => s"sensor-$n") // a password file's names cannot hold a MAC's colons
+      Files.writeString(passwords, users.zipWithIndex.map((user, n) => s"$user:secret-$n\n").mkString)
+      val hashed = ProcessBuilder(Programs.mosquittoPasswd.toString, "-U", passwords.toString).redirectErrorStream(true).start()
+      assert(hashed.waitFor() == 0, String(hashed.getInputStream.readAllBytes()))
+      Files.writeString(csv, "password\n" + (0 until Devices).map(n => if n == 7 then "wrong\n" else s"secret-$n\n").mkString)
+      withBroker(s"allow_anonymous false\npassword_file $passwords") { broker =>
+        val c = config(s"mqtt://127.0.0.1:${broker.port}",
+          profile(top = s"""identity { csv = "$csv" }""", mqtt = "username = \"sensor-{{number}}\"\npassword = \"{{password}}\""))
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.devicesByState(Reporting) == Devices - 1, run.metrics.devicesByState))
+          eventually(assert(run.metrics.snapshot().tunnels.failures(fleetsim.transport.FailureReason.Unauthorized) >= 2)) // it keeps trying, backing off
+          eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= 2 * (Devices - 1)))
+          val summary = Await.result(run.finish("test over"), 60.seconds)
+          assert(summary.mqtt.get.connects == Devices - 1 && summary.mqtt.get.connectFailures("unauthorized") >= 2)
+          assert(summary.messages("telemetry").failed == 0)
+        }
+        assert(broker.identities == users.toSet - users(7))
+      }
+    }
+
+    "present each device's own client certificate over TLS: the broker logs a distinct identity for every device" in {
+      val ca = CertificateAuthority.create("mosquitto test CA")
+      val tls = Files.createTempDirectory(dir, "tls")
+      Pem.write(ca.material, tls.resolve("ca.pem"), Some(tls.resolve("ca.key")))
+      Pem.write(ca.issueServer(Seq("127.0.0.1", "localhost")), tls.resolve("server.pem"), Some(tls.resolve("server.key")))
+      withBroker(
+        s"""allow_anonymous true
+           |cafile ${tls.resolve("ca.pem")}
+           |certfile ${tls.resolve("server.pem")}
+           |keyfile ${tls.resolve("server.key")}
+           |require_certificate true
+           |use_identity_as_username true""".stripMargin) { broker =>
+        val c = config(s"mqtts://127.0.0.1:${broker.port}", profile(),
+          s"""fleetsim.tls { ca-file = "${tls.resolve("ca.pem")}", client-ca = "${tls.resolve("ca.pem")}", client-ca-key = "${tls.resolve("ca.key")}" }""")
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
+          Await.result(run.finish("test over"), 60.seconds)
+        }
+        assert(broker.identities.size == Devices) // CN = the device's client id, its MAC
+        assert(broker.identities.contains("02:00:00:00:00:07"))
+      }
+    }
+
+    "come back, every device, spread out, after the broker restarts" in
+      withBroker("allow_anonymous true") { broker =>
+        val c = config(s"mqtt://127.0.0.1:${broker.port}", profile())
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
+          val recorder = OpensRecorder(() => run.metrics.snapshot().tunnels.opened)
+          broker.restart()
+          eventually(assert(run.metrics.snapshot().reconnects == Devices))
+          eventually(assert(run.metrics.devicesByState(Reporting) == Devices && run.metrics.snapshot().tunnels.opened == 2 * Devices,
+            s"${run.metrics.devicesByState} ${run.metrics.snapshot().tunnels}"))
+          val busiest = recorder.busiest100ms
+          assert(busiest < Devices / 2, s"$busiest of $Devices reconnected within one 100 ms")
+          Await.result(run.finish("test over"), 60.seconds)
+        }
+      }
+  }
