@@ -21,7 +21,8 @@ final class StatusLine(out: PrintStream, terminal: Boolean):
     val states = s.devices.filter(_._2 > 0).map((state, n) => s"$state $n").mkString(" ")
     val ramp = if terminal && s.running < s.target then progress(s.running, s.target) + " " else ""
     val ssh = s.tunnels.fold("") { t =>
-      f" | tunnels ${t.up} up, ${t.opening} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.handshakeP99Ms}%.0f ms"
+      if t.mqtt then f" | connections ${t.up} up, ${t.opening} connecting, ${t.retunnels} reconnects, connect p99 ${t.handshakeP99Ms}%.0f ms"
+      else f" | tunnels ${t.up} up, ${t.opening} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.handshakeP99Ms}%.0f ms"
     }
     val line = f"${clock.format(Instant.ofEpochMilli(s.t))} $ramp${s.running}/${s.target} devices | $states | " +
       f"${s.repliesPerS}%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$ssh"

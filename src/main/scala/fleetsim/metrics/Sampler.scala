@@ -29,7 +29,10 @@ final case class Sample(
 
 final case class Rates(sent: Double, ok: Double, forbidden: Double, failed: Double)
 final case class Percentiles(p50: Double, p90: Double, p99: Double, max: Double)
-final case class TunnelSample(up: Long, opening: Long, retunnels: Long, retunnelsPerS: Double, handshakeP99Ms: Double)
+/** Devices' own sessions: SSH tunnels, or MQTT connections (`mqtt`: opening = Discovering,
+  * retunnels = reconnects, handshake = CONNECT to SUBACK).
+  */
+final case class TunnelSample(up: Long, opening: Long, retunnels: Long, retunnelsPerS: Double, handshakeP99Ms: Double, mqtt: Boolean = false)
 final case class ProcessSample(threads: Int, heapUsedBytes: Long, gcMsPerS: Double, cpuPct: Double, openFiles: Long)
 
 object Sample:
@@ -38,7 +41,8 @@ object Sample:
 /** Turns the metrics' running totals into one [[Sample]] per call, with rates since the last call.
   * For one caller (the run's once-a-second tick).
   */
-final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, tunnels: Boolean):
+/** @param transport http, ssh or mqtt: whether devices hold sessions of their own, and which */
+final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, transport: String):
   private val started = System.nanoTime()
   private var last = System.nanoTime()
   private var previous: Option[MetricsSnapshot] = None
@@ -69,8 +73,12 @@ final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, t
       latencyMs = ListMap.from(kinds.map(k => k -> percentiles(s.byKind(k).recent))),
       latenessMs = ListMap.from(metrics.kinds.filter(_.periodic).map(k => k.key -> percentiles(s.byKind(k.key).recentLateness))),
       transitions = moves,
-      tunnels = Option.when(tunnels)(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels,
-        rate(_.tunnels.retunnels), s.tunnels.recent.p99)),
+      tunnels = transport match
+        case "ssh" => Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels, rate(_.tunnels.retunnels),
+          s.tunnels.recent.p99))
+        case "mqtt" => Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Discovering), s.reconnects, rate(_.reconnects),
+          s.tunnels.recent.p99, mqtt = true))
+        case _ => None,
       process = ProcessSample(figures.threads, figures.heapUsedBytes, (gcNow - lastGcMs) / seconds, ProcessWatch.cpuPercent,
         ProcessWatch.openFiles.getOrElse(-1L)))
     previous = Some(s)

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Benchmark: MQTT fleets (the iot-mqtt profile, telemetry every INTERVAL at QoS 1) against mosquitto
+# in its own process on 127.0.0.1, plain and over TLS: for each size, threads, live heap and RSS per
+# device, CPU per publish in steady state, connect time, time until all connected, and lateness.
+# Then the same publish workload (PEER_CLIENTS clients, one QoS 1 publish a second each) from
+# fleetsim and from the peer tool mqtt-benchmark (Go, paho; installed with `go install` when go is
+# there), side by side: CPU per publish of each process. Appends to BENCHMARKS.md.
+#   bench/mqtt-fleet.sh [SIZES...]     default: 1000 10000 19000
+# Settings: STEADY seconds (default 60), INTERVAL (10s), RAMP (devices/s, 2000), PEER_CLIENTS (1000),
+# PEER_SECONDS (60), TLS_SIZES (default: the sizes).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+sizes=("$@"); [ $# -gt 0 ] || sizes=(1000 10000 19000)
+read -r -a tls_sizes <<< "${TLS_SIZES:-${sizes[*]}}"
+steady="${STEADY:-60}" interval="${INTERVAL:-10s}" ramp="${RAMP:-2000}"
+peer_clients="${PEER_CLIENTS:-1000}" peer_seconds="${PEER_SECONDS:-60}"
+
+(cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
+work="$(mktemp -d)"
+cp -r "$here/target/fleetsim.jar" "$here/target/lib" "$work/"
+results="$here/bench/results/mqtt-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$results"
+hz=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# The broker: mosquitto with a plain and a TLS listener, certificates from a CA made here.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=bench-ca \
+  -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 -keyout "$work/server.key" -out "$work/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' > "$work/san.ext"
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial -days 2 -extfile "$work/san.ext" \
+  -out "$work/server.pem" 2>/dev/null
+plain=$(free_port) tls=$(free_port)
+cat > "$work/mosquitto.conf" <<EOF
+per_listener_settings false
+allow_anonymous true
+persistence false
+max_queued_messages 100
+log_dest file $work/mosquitto.log
+log_type error
+log_type warning
+listener $plain 127.0.0.1
+listener $tls 127.0.0.1
+cafile $work/ca.pem
+certfile $work/server.pem
+keyfile $work/server.key
+user $(id -un)
+EOF
+mosquitto -c "$work/mosquitto.conf" > "$work/mosquitto.out" 2>&1 &
+broker=$!
+trap 'kill $broker 2>/dev/null || true' EXIT
+for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$plain) 2>/dev/null && break; sleep 0.2; done
+
+profile="$work/iot-mqtt-bench.conf"
+java -jar "$work/fleetsim.jar" profile show iot-mqtt | sed "s/interval = 10s/interval = $interval/" > "$profile"
+
+# One fleet against the broker; prints a table row. $1 devices, $2 broker URL, $3 label.
+fleet_row() {
+  local n=$1 url=$2 label=$3 out="$results/$3-$1"
+  local total=$(( n / ramp + 30 + steady ))
+  java -Xmx$(( 256 + n / 25 ))m -Xms256m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$work/fleetsim.jar" run --transport mqtt \
+    --broker "$url" --ca-file "$work/ca.pem" --device-profile "$profile" --devices "$n" --ramp-rate "$ramp" \
+    --duration "${total}s" --dashboard off --results "$out" > "$out.log" 2>&1 &
+  local pid=$!
+  sleep $(( n / ramp + 30 ))
+  local t0 c0 t1 c1
+  t0=$(date +%s%3N); c0=$(ticks $pid)
+  sleep $(( steady * 2 / 3 ))
+  t1=$(date +%s%3N); c1=$(ticks $pid)
+  local threads rss heap
+  threads=$(ls /proc/$pid/task | wc -l)
+  rss=$(awk '/VmRSS/ {print $2 * 1024}' /proc/$pid/status)
+  jcmd $pid GC.run > /dev/null
+  heap=$(jcmd $pid GC.heap_info | awk '/garbage-first heap|total/ && /used/ {for (i=1;i<=NF;i++) if ($i=="used") {v=$(i+1); sub("K","",v); printf "%.0f\n", v*1024; exit}}')
+  wait $pid || true
+  python3 - "$out" "$n" "$label" "$threads" "$rss" "$heap" "$(( c1 - c0 ))" "$hz" "$t0" "$t1" <<'PY'
+import json, sys
+d, n, label, threads, rss, heap, ticks, hz, t0, t1 = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10])
+s = json.load(open(d + "/summary.json"))
+samples = [json.loads(l) for l in open(d + "/timeseries.jsonl") if l.strip()]
+full = next((x["elapsedS"] for x in samples if x["devices"]["Reporting"] == n), None)
+window = [x for x in samples if t0 < x["t"] <= t1]
+published = sum(x["rates"]["telemetry"]["ok"] for x in window) * ((t1 - t0) / 1000 / max(len(window), 1))
+late = sorted(x["latenessMs"]["telemetry"]["p99"] for x in window) or [0]
+m = s["mqtt"]
+failed = sum(k["failed"] for k in s["messages"].values())
+print(f"| {label} | {n} | {s['devices']['byState']['Reporting']} | {threads} | {heap / n:.0f} | {rss / n / 1024:.1f} | "
+      f"{ticks / hz / max(published, 1) * 1e6:.0f} | {published / ((t1 - t0) / 1000):.0f} | {m['connectMs']['p50']:.0f} / {m['connectMs']['p99']:.0f} | "
+      f"{'never' if full is None else f'{full:.0f} s'} | {late[len(late) // 2]:.0f} / {late[-1]:.0f} | {failed} |")
+PY
+}
+
+rows=()
+for n in "${sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtt://127.0.0.1:$plain" plain)"); done
+for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls" tls)"); done
+
+# The same workload from both tools: clients publishing QoS 1 once a second, CPU per publish.
+peer=()
+gobin="$(go env GOPATH 2>/dev/null)/bin/mqtt-benchmark"
+if [ ! -x "$gobin" ] && command -v go > /dev/null; then go install github.com/krylovsk/mqtt-benchmark@v0.2.0 > "$results/go-install.log" 2>&1 || true; fi
+echo "$(sed "s/interval = $interval/interval = 1s/" "$profile")" > "$work/peer.conf"
+java -Xmx1g -XX:+UseG1GC -jar "$work/fleetsim.jar" run --transport mqtt --broker "mqtt://127.0.0.1:$plain" --device-profile "$work/peer.conf" \
+  --devices "$peer_clients" --ramp-rate "$ramp" --duration "$(( peer_seconds + 5 ))s" --dashboard off --results "$results/peer-fleetsim" > "$results/peer-fleetsim.log" 2>&1 &
+pid=$!; cpu=0
+while kill -0 $pid 2>/dev/null; do c=$(ticks $pid 2>/dev/null || true); [ -z "$c" ] || cpu=$c; sleep 0.5; done
+sent=$(python3 -c "import json; print(json.load(open('$results/peer-fleetsim/summary.json'))['messages']['telemetry']['ok'])")
+peer+=("| fleetsim (JVM, HiveMQ client) | $peer_clients | $sent | $(python3 -c "print(round($cpu / $hz / max($sent, 1) * 1e6))") |")
+if [ -x "$gobin" ]; then
+  /usr/bin/env time -f "%U %S" -o "$results/peer-mqtt-benchmark.time" "$gobin" -broker "tcp://127.0.0.1:$plain" -clients "$peer_clients" \
+    -count "$peer_seconds" -message-interval 1 -qos 1 -size 150 -topic devices/bench/telemetry -format json -quiet > "$results/peer-mqtt-benchmark.json" 2>&1 || true
+  sent=$(python3 -c "import json; print(json.load(open('$results/peer-mqtt-benchmark.json'))['totals']['successes'])" 2>/dev/null || echo 0)
+  cpu=$(awk '{print $1 + $2}' "$results/peer-mqtt-benchmark.time")
+  peer+=("| mqtt-benchmark v0.2.0 (Go, paho) | $peer_clients | $sent | $(python3 -c "print(round($cpu / max($sent, 1) * 1e6))") |")
+else
+  peer+=("| mqtt-benchmark | not installed (no go here) | | |")
+fi
+
+{
+  echo
+  echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d)"
+  echo
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s, $steady s of steady state; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = CONNECT to SUBACK (TLS: with the handshake); lateness: median and worst of the per-second p99 in the window."
+  echo
+  echo "| broker | devices | Reporting at end | threads | live heap B/device | RSS KiB/device | CPU µs/publish | publishes/s | connect p50 / p99 ms | all connected after | lateness p99 median / worst ms | failed |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "The same workload from a peer tool: $peer_clients clients, one QoS 1 publish a second each for $peer_seconds s, against the same broker; CPU: user + system of the tool's process over its whole run / publishes acknowledged."
+  echo
+  echo "| tool | clients | publishes acknowledged | CPU µs/publish |"
+  echo "| --- | --- | --- | --- |"
+  printf '%s\n' "${peer[@]}"
+} | tee -a "$here/BENCHMARKS.md"
