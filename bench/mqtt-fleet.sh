@@ -6,13 +6,15 @@
 # fleetsim and from the peer tool mqtt-benchmark (Go, paho; installed with `go install` when go is
 # there), side by side: CPU per publish of each process. Appends to BENCHMARKS.md.
 #   bench/mqtt-fleet.sh [SIZES...]     default: 1000 10000 19000
-# Settings: STEADY seconds (default 60), INTERVAL (10s), RAMP (devices/s, 2000), PEER_CLIENTS (1000),
-# PEER_SECONDS (60), TLS_SIZES (default: the sizes).
+# Settings: STEADY seconds (default 60), INTERVAL (10s), RAMP (devices/s, 2000), TLS_RAMP (500: each
+# TLS connect is a full handshake, and mosquitto makes them on one thread), PEER_CLIENTS (1000),
+# PEER_SECONDS (60), PLAIN_SIZES and TLS_SIZES (default: the sizes; empty skips them).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sizes=("$@"); [ $# -gt 0 ] || sizes=(1000 10000 19000)
-read -r -a tls_sizes <<< "${TLS_SIZES:-${sizes[*]}}"
-steady="${STEADY:-60}" interval="${INTERVAL:-10s}" ramp="${RAMP:-2000}"
+read -r -a plain_sizes <<< "${PLAIN_SIZES-${sizes[*]}}"
+read -r -a tls_sizes <<< "${TLS_SIZES-${sizes[*]}}"
+steady="${STEADY:-60}" interval="${INTERVAL:-10s}" ramp="${RAMP:-2000}" tls_ramp="${TLS_RAMP:-500}"
 peer_clients="${PEER_CLIENTS:-1000}" peer_seconds="${PEER_SECONDS:-60}"
 
 (cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
@@ -55,9 +57,9 @@ for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$plain) 2>/dev/null && break; 
 profile="$work/iot-mqtt-bench.conf"
 java -jar "$work/fleetsim.jar" profile show iot-mqtt | sed "s/interval = 10s/interval = $interval/" > "$profile"
 
-# One fleet against the broker; prints a table row. $1 devices, $2 broker URL, $3 label.
+# One fleet against the broker; prints a table row. $1 devices, $2 broker URL, $3 label, $4 ramp rate.
 fleet_row() {
-  local n=$1 url=$2 label=$3 out="$results/$3-$1"
+  local n=$1 url=$2 label=$3 ramp=$4 out="$results/$3-$1"
   local total=$(( n / ramp + 30 + steady ))
   java -Xmx$(( 256 + n / 25 ))m -Xms256m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$work/fleetsim.jar" run --transport mqtt \
     --broker "$url" --ca-file "$work/ca.pem" --device-profile "$profile" --devices "$n" --ramp-rate "$ramp" \
@@ -69,6 +71,7 @@ fleet_row() {
   sleep $(( steady * 2 / 3 ))
   t1=$(date +%s%3N); c1=$(ticks $pid)
   local threads rss heap
+  if ! kill -0 $pid 2>/dev/null; then echo "| $label | $n | the fleet ended early: see bench/results/$(basename "$results")/$label-$n.log | | | | | | | | | |"; return; fi
   threads=$(ls /proc/$pid/task | wc -l)
   rss=$(awk '/VmRSS/ {print $2 * 1024}' /proc/$pid/status)
   jcmd $pid GC.run > /dev/null
@@ -92,8 +95,8 @@ PY
 }
 
 rows=()
-for n in "${sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtt://127.0.0.1:$plain" plain)"); done
-for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls" tls)"); done
+for n in "${plain_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtt://127.0.0.1:$plain" plain "$ramp")"); done
+for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls" tls "$tls_ramp")"); done
 
 # The same workload from both tools: clients publishing QoS 1 once a second, CPU per publish.
 peer=()
@@ -120,7 +123,7 @@ fi
   echo
   echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d)"
   echo
-  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s, $steady s of steady state; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = CONNECT to SUBACK (TLS: with the handshake); lateness: median and worst of the per-second p99 in the window."
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), $steady s of steady state; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = CONNECT to SUBACK (TLS: with the handshake); lateness: median and worst of the per-second p99 in the window."
   echo
   echo "| broker | devices | Reporting at end | threads | live heap B/device | RSS KiB/device | CPU µs/publish | publishes/s | connect p50 / p99 ms | all connected after | lateness p99 median / worst ms | failed |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"

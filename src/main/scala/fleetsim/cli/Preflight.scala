@@ -1,6 +1,6 @@
 package fleetsim.cli
 
-import fleetsim.fleet.DescriptorBudget
+import fleetsim.fleet.{DescriptorBudget, HeapBudget}
 import fleetsim.metrics.ProcessWatch
 
 import fleetsim.tls.{CertificateAuthority, DeviceCertificates, FleetTls}
@@ -18,6 +18,10 @@ object Preflight:
   def check(settings: RunSettings): Unit =
     DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, ProcessWatch.openFileLimit,
       if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels").left.foreach(m => throw CannotRun(m))
+    val tls = settings.controllerUrl.exists(_.startsWith("https://")) || settings.broker.exists(_.startsWith("mqtts://")) ||
+      (settings.embedded && settings.controller.tls)
+    val perDevice = HeapBudget.perDevice(settings.transport, tls, settings.connection != fleetsim.transport.ConnectionMode.Shared)
+    HeapBudget.check(settings.fleet.devices, perDevice, Runtime.getRuntime.maxMemory).left.foreach(m => throw CannotRun(m))
     for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))
     // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
     for (cert, key) <- settings.tls.clientCa.zip(settings.tls.clientCaKey) do CertificateAuthority.load(cert, key)

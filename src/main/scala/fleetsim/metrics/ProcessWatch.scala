@@ -24,8 +24,12 @@ object ProcessWatch:
     case unix: com.sun.management.UnixOperatingSystemMXBean => Some(unix.getMaxFileDescriptorCount)
     case _ => None
 
+  /** Open files now; None where the JVM cannot tell, or when there is no descriptor left to count
+    * them with (the JDK then throws InternalError, which Pekko would take for a fatal error).
+    */
   def openFiles: Option[Long] = ManagementFactory.getOperatingSystemMXBean match
-    case unix: com.sun.management.UnixOperatingSystemMXBean => Some(unix.getOpenFileDescriptorCount)
+    case unix: com.sun.management.UnixOperatingSystemMXBean =>
+      try Some(unix.getOpenFileDescriptorCount) catch case _: InternalError => None
     case _ => None
 
   /** This process's recent CPU use, in percent of the whole machine (all cores = 100). */

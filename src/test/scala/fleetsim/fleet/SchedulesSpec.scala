@@ -62,4 +62,23 @@ class SchedulesSpec extends AnyWordSpec:
       val refusal = DescriptorBudget.check(512, 10000, embeddedController = true, limit = Some(20000))
       assert(refusal.left.exists(m => m.contains("10000 SSH tunnels") && m.contains("spread the fleet") && m.contains("own process")))
     }
+    "count MQTT connections, two ends each with the embedded broker, and name --broker" in {
+      assert(DescriptorBudget.check(0, 19800, embeddedController = false, limit = Some(20000), "MQTT connections") == Right(19950))
+      val refusal = DescriptorBudget.check(0, 10000, embeddedController = true, limit = Some(20000), "MQTT connections")
+      assert(refusal.left.exists(m => m.contains("10000 MQTT connections") && m.contains("--broker")), refusal)
+    }
+  }
+
+  "HeapBudget" should {
+    "refuse a fleet whose devices' own TLS connections cannot fit the heap, naming the -Xmx it needs" in {
+      val perDevice = HeapBudget.perDevice("http", tls = true, ownConnection = true)
+      val refusal = HeapBudget.check(10000, perDevice, maxHeap = 275L << 20) // what the launcher gives 10,000 shared-connection devices
+      assert(refusal.left.exists(m => m.contains("10000 devices x 130000 bytes") && m.contains("JAVA_OPTS=-Xmx2736m")), refusal)
+    }
+    "pass the heap the launcher picks for each kind of fleet" in {
+      for (transport, tls, own) <- Seq(("http", false, false), ("http", true, true), ("mqtt", false, true), ("mqtt", true, true), ("ssh", false, true)) do
+        val perDevice = HeapBudget.perDevice(transport, tls, own)
+        val launcher = (256L + 5000L * perDevice * 2 / 1048576) << 20 // fleetsim's own arithmetic, in whole MiB
+        assert(HeapBudget.check(5000, perDevice, launcher).isRight, (transport, tls, own))
+    }
   }

@@ -96,10 +96,11 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     */
   def close(): Future[Done] =
     val pending = closing.toArray(Array.empty[CompletableFuture[?]])
-    CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.map { _ =>
-      eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS)
-      application.shutdown()
-      Done
+    CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.flatMap { _ =>
+      // The event loop first: what it still runs hands work to the application threads.
+      val stopped = Promise[Done]()
+      eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).addListener(_ => { application.shutdown(); stopped.success(Done) })
+      stopped.future
     }
 
   /** One device's session: its publishes, at most `maxInFlight` not yet acknowledged (QoS 1) or
