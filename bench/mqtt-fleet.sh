@@ -3,8 +3,10 @@
 # in its own process on 127.0.0.1, plain and over TLS: for each size, threads, live heap and RSS per
 # device, CPU per publish in steady state, connect time, time until all connected, and lateness.
 # Then the same publish workload (PEER_CLIENTS clients, one QoS 1 publish a second each) from
-# fleetsim and from the peer tool mqtt-benchmark (Go, paho; installed with `go install` when go is
-# there), side by side: CPU per publish of each process. Appends to BENCHMARKS.md.
+# fleetsim and from the peer tool mqtt-benchmark (Go, paho) side by side: CPU per publish of each
+# process. Appends to BENCHMARKS.md. The Go proxy here refuses mqtt-benchmark itself; build it from
+# its source (its dependencies come from the proxy) and name the binary in MQTT_BENCHMARK:
+#   git clone https://github.com/krylovsk/mqtt-benchmark && (cd mqtt-benchmark && go build .)
 #   bench/mqtt-fleet.sh [SIZES...]     default: 1000 10000 19000
 # Settings: STEADY seconds (default 60), INTERVAL (10s), RAMP (devices/s, 2000), TLS_RAMP (500: each
 # TLS connect is a full handshake, and mosquitto makes them on one thread), PEER_CLIENTS (1000),
@@ -61,7 +63,8 @@ java -jar "$work/fleetsim.jar" profile show iot-mqtt | sed "s/interval = 10s/int
 fleet_row() {
   local n=$1 url=$2 label=$3 ramp=$4 out="$results/$3-$1"
   local total=$(( n / ramp + 30 + steady ))
-  java -Xmx$(( 256 + n / 25 ))m -Xms256m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$work/fleetsim.jar" run --transport mqtt \
+  local per_device=$([ "$label" = tls ] && echo 40000 || echo 12000) # as the launcher counts them (fleetsim.fleet.HeapBudget)
+  java -Xmx$(( 256 + n * per_device * 2 / 1048576 ))m -Xms256m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$work/fleetsim.jar" run --transport mqtt \
     --broker "$url" --ca-file "$work/ca.pem" --device-profile "$profile" --devices "$n" --ramp-rate "$ramp" \
     --duration "${total}s" --dashboard off --results "$out" > "$out.log" 2>&1 &
   local pid=$!
@@ -100,7 +103,7 @@ for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls"
 
 # The same workload from both tools: clients publishing QoS 1 once a second, CPU per publish.
 peer=()
-gobin="$(go env GOPATH 2>/dev/null)/bin/mqtt-benchmark"
+gobin="${MQTT_BENCHMARK:-$(go env GOPATH 2>/dev/null)/bin/mqtt-benchmark}"
 if [ ! -x "$gobin" ] && command -v go > /dev/null; then go install github.com/krylovsk/mqtt-benchmark@v0.2.0 > "$results/go-install.log" 2>&1 || true; fi
 echo "$(sed "s/interval = $interval/interval = 1s/" "$profile")" > "$work/peer.conf"
 java -Xmx1g -XX:+UseG1GC -jar "$work/fleetsim.jar" run --transport mqtt --broker "mqtt://127.0.0.1:$plain" --device-profile "$work/peer.conf" \
@@ -116,7 +119,7 @@ if [ -x "$gobin" ]; then
   cpu=$(awk '{print $1 + $2}' "$results/peer-mqtt-benchmark.time")
   peer+=("| mqtt-benchmark v0.2.0 (Go, paho) | $peer_clients | $sent | $(python3 -c "print(round($cpu / max($sent, 1) * 1e6))") |")
 else
-  peer+=("| mqtt-benchmark | not installed (no go here) | | |")
+  peer+=("| mqtt-benchmark | not found: set MQTT_BENCHMARK (see the top of bench/mqtt-fleet.sh) | | |")
 fi
 
 {
