@@ -97,7 +97,8 @@ window.FleetsimCharts = function (root, options) {
     recovery.put(x, "backoffs", backoffs);
     recovery.put(x, "re-tunnels", s.tunnels ? s.tunnels.retunnelsPerS : 0);
     if (s.tunnels) {
-      if (!tunnels) tunnels = chart("tunnels", "Tunnels", "", ["up", "opening"]);
+      // MQTT connections use the same figures: opening = connecting, re-tunnels = reconnects.
+      if (!tunnels) tunnels = chart("tunnels", s.tunnels.mqtt ? "MQTT connections (re-tunnels above: reconnects)" : "Tunnels", "", ["up", "opening"]);
       tunnels.put(x, "up", s.tunnels.up);
       tunnels.put(x, "opening", s.tunnels.opening);
     }

@@ -60,6 +60,23 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "speak MQTT 3.1.1 as well, with a last will, when the profile says so" in {
+      val text = fleetsim.profile.ProfileLoader.builtInText("iot-mqtt").get.replace("interval = 10s", "interval = 1s")
+        .replace("version = 5 ", "version = \"3.1.1\" ")
+      assert(text.contains("version = \"3.1.1\""))
+      val file = Files.writeString(Files.createTempFile(dir, "v3", ".conf"), text)
+      val c = config(s"""fleetsim.device-profile = "$file"
+        fleetsim.fleet.devices = 50""")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        assert(RunSettings(c).profile.mqtt.get.version == 3)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 50, run.metrics.devicesByState))
+        eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= 100))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.messages("telemetry").ok == summary.controller.get.received("telemetry"))
+      }
+    }
+
     "push a config to every device, each acknowledging it, and time push to acknowledgement" in {
       val c = config()
       withSystem(c) {

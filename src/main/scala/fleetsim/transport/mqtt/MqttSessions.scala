@@ -13,6 +13,7 @@ import com.hivemq.client.mqtt.mqtt5.message.connect.connack.Mqtt5ConnAckReasonCo
 import com.hivemq.client.mqtt.{MqttClient, MqttClientExecutorConfig, MqttClientSslConfig, MqttGlobalPublishFilter}
 import fleetsim.transport.*
 import io.netty.channel.nio.NioEventLoopGroup
+import io.netty.util.concurrent.{GenericFutureListener, Future as NettyFuture}
 import io.reactivex.schedulers.Schedulers
 import org.apache.pekko.Done
 
@@ -99,7 +100,11 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.flatMap { _ =>
       // The event loop first: what it still runs hands work to the application threads.
       val stopped = Promise[Done]()
-      eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).addListener(_ => { application.shutdown(); stopped.success(Done) })
+      val terminated = eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[NettyFuture[Any]]
+      terminated.addListener(new GenericFutureListener[NettyFuture[Any]]: // typed: a lambda here links to Nothing and fails at run time
+        def operationComplete(done: NettyFuture[Any]): Unit =
+          application.shutdown()
+          stopped.success(Done))
       stopped.future
     }
 
