@@ -4,8 +4,10 @@ package fleetsim.fleet
   * cannot fit would otherwise die of OutOfMemoryError halfway up its ramp.
   */
 object HeapBudget:
-  /** For the JVM itself, the controller's and the collector's fixed share. */
+  /** For the JVM itself, the controller's and the collector's fixed share, as the launcher gives it. */
   val Base: Long = 256L << 20
+  /** The least a fleet runs in besides its devices (ScaleSpec runs 200 devices in 64 MiB). */
+  private val Floor: Long = 32L << 20
 
   /** Live heap a device holds, by what it keeps open (BENCHMARKS.md): on shared plain connections
     * under 1 KB; a connection of its own costs it the stream stages, and with TLS the engine's
@@ -25,7 +27,7 @@ object HeapBudget:
   def check(devices: Int, perDevice: Long, maxHeap: Long): Either[String, Long] =
     val live = devices.toLong * perDevice
     val needed = Base + 2 * live
-    if Base / 2 + live + live / 4 <= maxHeap then Right(needed)
+    if Floor + live <= maxHeap then Right(needed)
     else
       val mb = (needed >> 20) + 1
       Left(s"this fleet needs about $mb MiB of heap ($devices devices x $perDevice bytes, doubled for the collector, + ${Base >> 20} MiB) " +
