@@ -21,8 +21,6 @@ import scala.jdk.CollectionConverters.*
 final class MqttBroker private (server: Server, host: String, val port: Int, watcher: MqttBroker.Watcher):
   def url: String = s"mqtt://$host:$port"
 
-  def connectedClients: Int = watcher.clients.size
-
   /** Publishes `payload` at QoS 1 to `topic`, as the controller; routed like any publish. */
   def publish(topic: String, payload: String): Unit =
     val message = MqttMessageBuilders.publish().topicName(topic).qos(MqttQoS.AT_LEAST_ONCE).retained(false)

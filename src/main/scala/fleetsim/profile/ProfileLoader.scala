@@ -510,7 +510,7 @@ object ProfileLoader:
 
     val profile: ProfiledDevice =
       if !mqtt && !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
-      for b <- Option(root.root.get("pushes")) do keysOf(obj(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
+      if root.hasPath("pushes") then keysOf(obj(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
       val joinBlock = Option.when(!mqtt)(obj(root, "join", "join"))
       joinBlock.foreach(keysOf(_, CallKeys + "not-admitted", "join"))
       val notAdmitted = joinBlock.map(_.toConfig).fold(Set.empty[Int]) { j =>

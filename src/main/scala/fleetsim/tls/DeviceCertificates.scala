@@ -1,7 +1,7 @@
 package fleetsim.tls
 
 import java.nio.file.{Files, Path}
-import java.util.concurrent.{Executors, ThreadFactory}
+import java.util.concurrent.Executors
 import scala.concurrent.{ExecutionContext, Future}
 
 /** Where devices get their client certificates. */
@@ -16,11 +16,7 @@ object DeviceCertificates:
     * fleet's thread count must not grow with its devices.
     */
   private lazy val pool: ExecutionContext =
-    val factory: ThreadFactory = r =>
-      val t = Thread(r, "fleetsim-certificates")
-      t.setDaemon(true)
-      t
-    ExecutionContext.fromExecutor(Executors.newFixedThreadPool(2, factory))
+    ExecutionContext.fromExecutor(Executors.newFixedThreadPool(2, fleetsim.DaemonThreads("fleetsim-certificates")))
 
   /** Issued from `ca` as devices ask for them, each with its own EC P-256 key, subject CN = the device's name. */
   def issued(ca: CertificateAuthority): DeviceCertificates = (_, name) => Future(ca.issueClient(name))(using pool)

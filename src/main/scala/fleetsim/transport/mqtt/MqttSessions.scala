@@ -41,8 +41,8 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     extends Tunnels:
   import MqttSessions.*
 
-  private val eventLoop = NioEventLoopGroup(Runtime.getRuntime.availableProcessors, daemonThreads("fleetsim-mqtt-io"))
-  private val application = Executors.newFixedThreadPool(Runtime.getRuntime.availableProcessors, daemonThreads("fleetsim-mqtt"))
+  private val eventLoop = NioEventLoopGroup(Runtime.getRuntime.availableProcessors, fleetsim.DaemonThreads("fleetsim-mqtt-io"))
+  private val application = Executors.newFixedThreadPool(Runtime.getRuntime.availableProcessors, fleetsim.DaemonThreads("fleetsim-mqtt"))
   private val executors = MqttClientExecutorConfig.builder()
     .nettyExecutor(eventLoop)
     .nettyThreads(Runtime.getRuntime.availableProcessors)
@@ -130,14 +130,20 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       disconnect(session)
       Future.successful(Done)
 
-  /** What the two protocol versions' clients have in common, as a session needs it. */
-  private sealed trait Session:
-    def connect(): CompletableFuture[?]
+  /** What the two protocol versions' clients have in common, as a session needs it. Their builders
+    * share no types, so each version fills in the CONNECT and the SUBSCRIBE itself.
+    */
+  private sealed abstract class Session(identity: MqttIdentity):
+    /** CONNECT, CONNACK, then SUBSCRIBE to the device's push topics. */
+    def connect(): CompletableFuture[?] =
+      connack().thenCompose[Any](_ => if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null) else subscribe().thenApply(a => a))
+    protected def connack(): CompletableFuture[?]
+    protected def subscribe(): CompletableFuture[?]
     def publish(request: Request): CompletableFuture[?]
     def disconnect(): CompletableFuture[?]
 
-  private final class V5Session(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session:
-    def connect(): CompletableFuture[?] =
+  private final class V5Session(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session(identity):
+    protected def connack(): CompletableFuture[?] =
       // Set before the CONNECT: a persistent session's queued pushes may come right after the CONNACK.
       client.publishes(MqttGlobalPublishFilter.SUBSCRIBED, p => pushed(Push(p.getTopic.toString, p.getPayloadAsBytes)))
       val connect = client.connectWith()
@@ -151,20 +157,19 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       identity.will.foreach { (topic, payload) =>
         connect.willPublish().topic(topic).payload(payload).qos(qos(options.willQos)).retain(options.willRetain).applyWillPublish()
       }
-      connect.send().thenCompose { _ =>
-        if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null)
-        else
-          val filters = identity.subscriptions.map(f => Mqtt5Subscription.builder().topicFilter(f).qos(qos(options.pushQos)).build())
-          client.subscribe(Mqtt5Subscribe.builder().addSubscriptions(filters.asJava).build())
-      }
+      connect.send()
+
+    protected def subscribe(): CompletableFuture[?] =
+      val filters = identity.subscriptions.map(f => Mqtt5Subscription.builder().topicFilter(f).qos(qos(options.pushQos)).build())
+      client.subscribe(Mqtt5Subscribe.builder().addSubscriptions(filters.asJava).build())
 
     def publish(request: Request): CompletableFuture[?] =
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
     def disconnect(): CompletableFuture[?] = client.disconnect()
 
-  private final class V3Session(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session:
-    def connect(): CompletableFuture[?] =
+  private final class V3Session(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session(identity):
+    protected def connack(): CompletableFuture[?] =
       client.publishes(MqttGlobalPublishFilter.SUBSCRIBED, p => pushed(Push(p.getTopic.toString, p.getPayloadAsBytes)))
       val connect = client.connectWith()
         .cleanSession(options.cleanStart)
@@ -176,12 +181,11 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       identity.will.foreach { (topic, payload) =>
         connect.willPublish().topic(topic).payload(payload).qos(qos(options.willQos)).retain(options.willRetain).applyWillPublish()
       }
-      connect.send().thenCompose { _ =>
-        if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null)
-        else
-          val filters = identity.subscriptions.map(f => Mqtt3Subscription.builder().topicFilter(f).qos(qos(options.pushQos)).build())
-          client.subscribe(Mqtt3Subscribe.builder().addSubscriptions(filters.asJava).build())
-      }
+      connect.send()
+
+    protected def subscribe(): CompletableFuture[?] =
+      val filters = identity.subscriptions.map(f => Mqtt3Subscription.builder().topicFilter(f).qos(qos(options.pushQos)).build())
+      client.subscribe(Mqtt3Subscribe.builder().addSubscriptions(filters.asJava).build())
 
     def publish(request: Request): CompletableFuture[?] =
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
@@ -222,10 +226,3 @@ object MqttSessions:
     case Mqtt5ConnAckReasonCode.SERVER_BUSY | Mqtt5ConnAckReasonCode.SERVER_UNAVAILABLE | Mqtt5ConnAckReasonCode.QUOTA_EXCEEDED |
         Mqtt5ConnAckReasonCode.CONNECTION_RATE_EXCEEDED => FailureReason.Throttled
     case _ => FailureReason.Rejected
-
-  private def daemonThreads(name: String): java.util.concurrent.ThreadFactory =
-    val count = AtomicInteger()
-    r =>
-      val t = Thread(r, s"$name-${count.incrementAndGet()}")
-      t.setDaemon(true)
-      t
