@@ -113,7 +113,10 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
         val busiest = recorder.busiest100ms
         assert(busiest < Devices / 2, s"$busiest of $Devices reconnected within one 100 ms")
         val summary = Await.result(run.finish("test over"), 60.seconds)
-        assert(summary.mqtt.get.reconnects == Devices && summary.messages("telemetry").ok == summary.controller.get.received("telemetry"))
+        assert(summary.mqtt.get.reconnects == Devices)
+        // A publish the broker took just as it dropped the session lost its PUBACK: the device counts it failed.
+        val (telemetry, received) = (summary.messages("telemetry"), summary.controller.get.received("telemetry"))
+        assert(telemetry.ok <= received && received <= telemetry.ok + telemetry.failed, s"$telemetry, controller received $received")
       }
     }
 
