@@ -45,7 +45,7 @@ final class FleetRun private (
     startedAt: Instant)(using system: ActorSystem[?]):
   private given ExecutionContext = system.executionContext
   private val process = ProcessWatch()
-  private val sampler = Sampler(metrics, process, settings.fleet.devices, settings.transport)
+  private val sampler = Sampler(metrics.kinds, () => metrics.snapshot(), process, settings.fleet.devices, settings.transport)
   private val timeseries = Timeseries.create(settings.resultsDir)
   @volatile private var listeners = List.empty[Sample => Unit]
   @volatile private var finishing: Option[Future[Summary]] = None

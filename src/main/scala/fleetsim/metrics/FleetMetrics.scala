@@ -113,21 +113,24 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   /** Devices per state right now. */
   def devicesByState: Map[DeviceState, Long] = DeviceState.values.map(s => s -> states(s.ordinal).sum).toMap
 
-  /** Counts so far, and latencies both since the previous snapshot and since the start. */
+  /** Counts so far, and times both since the previous snapshot and since the start. For one reader
+    * at a time: each snapshot takes the interval since the last.
+    */
   def snapshot(): MetricsSnapshot = synchronized {
     val byKind = ListMap.from(kinds.map { kind =>
       val k = figures(kind.index)
-      val recent = k.latency.take()
+      val (recent, overall) = k.latency.take()
       kind.key -> KindSnapshot(
         sent = k.sent.sum,
         ok = k.ok.sum,
         forbidden = k.forbidden.sum,
         failures = FailureReason.values.map(r => r -> k.failed(r.ordinal).sum).toMap,
+        inFlight = k.inFlight.sum,
         recent = recent,
-        overall = k.latency.overallSoFar,
-        recentLateness = k.lateness.take())
+        overall = overall,
+        recentLateness = k.lateness.take()._1)
     })
-    val recentHandshakes = handshakes.take()
+    val (recentHandshakes, allHandshakes) = handshakes.take()
     val tunnels = TunnelSnapshot(
       opened = tunnelsOpened.sum,
       up = tunnelsUp.sum,
@@ -135,10 +138,10 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
         .map(s => transitions(s.ordinal)(DeviceState.Tunneling.ordinal).sum).sum,
       failures = FailureReason.values.map(r => r -> tunnelFailures(r.ordinal).sum).toMap,
       recent = recentHandshakes,
-      overall = handshakes.overallSoFar)
+      overall = allHandshakes)
     val moves = for from <- DeviceState.values; to <- DeviceState.values yield (from, to) -> transitions(from.ordinal)(to.ordinal).sum
-    val pushes = PushSnapshot(pushesReceived.sum, pushesAcknowledged.sum, pushToAck.take(), pushToAck.overallSoFar)
-    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap, pushes)
+    val (recentPushes, allPushes) = pushToAck.take()
+    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap, PushSnapshot(pushesReceived.sum, pushesAcknowledged.sum, recentPushes, allPushes))
   }
 
 object FleetMetrics:
@@ -164,14 +167,33 @@ object FleetMetrics:
 
     private var interval: Histogram = null // recycled: a new one every second would grow anew each time
 
-    /** Since the last take; for one reader at a time. */
-    def take(): Latency =
+    /** Since the last take, and since the start; for one reader at a time. */
+    def take(): (Times, Times) =
       interval = recorder.getIntervalHistogram(interval)
       overall.add(interval)
-      Latency.of(interval)
+      (Times(interval.copy()), Times(overall.copy()))
 
-    /** Since the start, up to the last take. */
-    def overallSoFar: Latency = Latency.of(overall)
+/** A distribution of times in µs that adds up, over intervals and over processes: percentiles are
+  * computed where they are shown ([[latency]]), never averaged.
+  */
+final class Times(private val histogram: Histogram):
+  def count: Long = histogram.getTotalCount
+
+  def +(other: Times): Times =
+    val sum = histogram.copy()
+    sum.add(other.histogram)
+    Times(sum)
+
+  def latency: Latency = Latency.of(histogram)
+
+object Times:
+  def empty: Times = Times(Histogram(3))
+
+  /** Times from values in µs. */
+  def of(micros: Long*): Times =
+    val h = Histogram(3)
+    micros.foreach(h.recordValue)
+    Times(h)
 
 /** Percentiles of a time, in milliseconds. */
 final case class Latency(p50: Double, p90: Double, p99: Double, max: Double)
@@ -185,10 +207,15 @@ final case class KindSnapshot(
     ok: Long,
     forbidden: Long,
     failures: Map[FailureReason, Long],
-    recent: Latency,
-    overall: Latency,
-    recentLateness: Latency):
+    inFlight: Long,
+    recent: Times,
+    overall: Times,
+    recentLateness: Times):
   def failed: Long = failures.values.sum
+
+  def +(o: KindSnapshot): KindSnapshot =
+    KindSnapshot(sent + o.sent, ok + o.ok, forbidden + o.forbidden, sum(failures, o.failures), inFlight + o.inFlight,
+      recent + o.recent, overall + o.overall, recentLateness + o.recentLateness)
 
 /** Tunnels: opened so far, up now, re-tunnels (Reporting back to Tunneling), failed opens by reason,
   * and handshake times.
@@ -198,12 +225,18 @@ final case class TunnelSnapshot(
     up: Long,
     retunnels: Long,
     failures: Map[FailureReason, Long],
-    recent: Latency,
-    overall: Latency)
+    recent: Times,
+    overall: Times):
+  def +(o: TunnelSnapshot): TunnelSnapshot =
+    TunnelSnapshot(opened + o.opened, up + o.up, retunnels + o.retunnels, sum(failures, o.failures), recent + o.recent, overall + o.overall)
 
 /** Pushes received and acknowledged so far, and the time from arrival to acknowledgement. */
-final case class PushSnapshot(received: Long, acknowledged: Long, recent: Latency, overall: Latency)
+final case class PushSnapshot(received: Long, acknowledged: Long, recent: Times, overall: Times):
+  def +(o: PushSnapshot): PushSnapshot = PushSnapshot(received + o.received, acknowledged + o.acknowledged, recent + o.recent, overall + o.overall)
 
+/** A fleet's figures at one moment: counts and times that add up, so the figures of several
+  * processes' fleets merge (`+`) into one fleet's.
+  */
 final case class MetricsSnapshot(
     byState: Map[DeviceState, Long],
     /** By kind key, in the profile's order. */
@@ -213,6 +246,17 @@ final case class MetricsSnapshot(
     pushes: PushSnapshot):
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum
 
+  /** Requests sent and not yet answered, across all kinds. */
+  def inFlight: Long = total(_.inFlight)
+
   /** Sessions lost once up, each followed by a new join: MQTT's reconnects. */
   def reconnects: Long =
     Seq(DeviceState.Reporting, DeviceState.ConfigDownloading).map(s => transitions((s, DeviceState.Backoff))).sum
+
+  def +(o: MetricsSnapshot): MetricsSnapshot =
+    MetricsSnapshot(sum(byState, o.byState), byKind.map((k, v) => k -> o.byKind.get(k).fold(v)(v + _)), tunnels + o.tunnels,
+      sum(transitions, o.transitions), pushes + o.pushes)
+
+/** Counts by key, added key by key. */
+private def sum[K](a: Map[K, Long], b: Map[K, Long]): Map[K, Long] =
+  (a.keySet ++ b.keySet).iterator.map(k => k -> (a.getOrElse(k, 0L) + b.getOrElse(k, 0L))).toMap

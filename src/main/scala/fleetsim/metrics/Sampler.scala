@@ -3,6 +3,7 @@ package fleetsim.metrics
 import com.github.plokhotnyuk.jsoniter_scala.core.JsonValueCodec
 import com.github.plokhotnyuk.jsoniter_scala.macros.{CodecMakerConfig, JsonCodecMaker}
 import fleetsim.device.DeviceState
+import fleetsim.transport.MessageKind
 
 import java.lang.management.ManagementFactory
 import scala.collection.immutable.ListMap
@@ -42,7 +43,7 @@ object Sample:
   * For one caller (the run's once-a-second tick).
   */
 /** @param transport http, ssh or mqtt: whether devices hold sessions of their own, and which */
-final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, transport: String):
+final class Sampler(kinds: IndexedSeq[MessageKind], snapshot: () => MetricsSnapshot, process: ProcessWatch, target: Int, transport: String):
   private val started = System.nanoTime()
   private var last = System.nanoTime()
   private var previous: Option[MetricsSnapshot] = None
@@ -52,10 +53,10 @@ final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, t
   def sample(): Sample = synchronized {
     val now = System.nanoTime()
     val seconds = ((now - last) / 1e9).max(1e-3)
-    val s = metrics.snapshot()
+    val s = snapshot()
     def rate(f: MetricsSnapshot => Long) = (f(s) - previous.fold(0L)(f)) / seconds
-    val kinds = metrics.kinds.map(_.key)
-    val rates = ListMap.from(kinds.map { k =>
+    val keys = kinds.map(_.key)
+    val rates = ListMap.from(keys.map { k =>
       k -> Rates(rate(_.byKind(k).sent), rate(_.byKind(k).ok), rate(_.byKind(k).forbidden), rate(_.byKind(k).failed))
     })
     val moves = ListMap.from(s.transitions.toSeq.sortBy((k, _) => (k._1.ordinal, k._2.ordinal)).collect {
@@ -70,14 +71,14 @@ final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, t
       devices = ListMap.from(DeviceState.values.map(st => st.toString -> s.byState(st))),
       rates = rates,
       errors = s.total(k => k.forbidden + k.failed),
-      latencyMs = ListMap.from(kinds.map(k => k -> percentiles(s.byKind(k).recent))),
-      latenessMs = ListMap.from(metrics.kinds.filter(_.periodic).map(k => k.key -> percentiles(s.byKind(k.key).recentLateness))),
+      latencyMs = ListMap.from(keys.map(k => k -> percentiles(s.byKind(k).recent))),
+      latenessMs = ListMap.from(kinds.filter(_.periodic).map(k => k.key -> percentiles(s.byKind(k.key).recentLateness))),
       transitions = moves,
       tunnels = transport match
         case "ssh" => Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels, rate(_.tunnels.retunnels),
-          s.tunnels.recent.p99))
+          s.tunnels.recent.latency.p99))
         case "mqtt" => Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Discovering), s.reconnects, rate(_.reconnects),
-          s.tunnels.recent.p99, mqtt = true))
+          s.tunnels.recent.latency.p99, mqtt = true))
         case _ => None,
       process = ProcessSample(figures.threads, figures.heapUsedBytes, (gcNow - lastGcMs) / seconds, ProcessWatch.cpuPercent,
         ProcessWatch.openFiles.getOrElse(-1L)))
@@ -88,4 +89,6 @@ final class Sampler(metrics: FleetMetrics, process: ProcessWatch, target: Int, t
   }
 
   private def gcMs: Long = gc.map(_.getCollectionTime.max(0)).sum
-  private def percentiles(l: Latency) = Percentiles(l.p50, l.p90, l.p99, l.max)
+  private def percentiles(times: Times) =
+    val l = times.latency
+    Percentiles(l.p50, l.p90, l.p99, l.max)

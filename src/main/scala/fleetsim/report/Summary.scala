@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.controller.ControllerCounts
 import fleetsim.device.DeviceState
-import fleetsim.metrics.{KindSnapshot, Latency, MetricsSnapshot, ProcessFigures}
+import fleetsim.metrics.{KindSnapshot, MetricsSnapshot, ProcessFigures, Times}
 import fleetsim.transport.FailureReason
 
 import java.nio.file.{Files, Path}
@@ -74,7 +74,9 @@ object Summary:
       ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
       controller)
 
-  private def latencySummary(l: Latency) = LatencySummary(l.p50, l.p99, l.max)
+  private def latencySummary(times: Times) =
+    val l = times.latency
+    LatencySummary(l.p50, l.p99, l.max)
   private def failures(byReason: Map[FailureReason, Long]) =
     ListMap.from(FailureReason.values.map(r => r.key -> byReason(r)).filter(_._2 > 0))
 

@@ -1,0 +1,68 @@
+package fleetsim.metrics
+
+import fleetsim.device.DeviceState
+import fleetsim.transport.{FailureReason, MessageKind, Reply}
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.matchers.should.Matchers
+
+/** The figures of several fleets merge into the figures one fleet would have had: counts add up,
+  * and percentiles come from the merged times, not from averaging each fleet's percentiles.
+  */
+class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
+  private val kinds = IndexedSeq(MessageKind("heartbeat", 0, periodic = true), MessageKind("stats", 1, periodic = true))
+  private val ok = Reply.Response(200, Array.emptyByteArray)
+
+  /** Devices joining and replies with latencies `ms`, to `metrics` and to `all` alike. */
+  private def traffic(metrics: FleetMetrics*)(devices: Int, ms: Seq[Int], failures: Int): Unit =
+    metrics.foreach { m =>
+      (1 to devices).foreach { _ =>
+        m.moved(None, DeviceState.Discovering)
+        m.moved(Some(DeviceState.Discovering), DeviceState.Reporting)
+      }
+      ms.foreach { t =>
+        m.sent(kinds(0))
+        m.replied(kinds(0), ok, t * 1_000_000L)
+      }
+      (1 to failures).foreach { _ =>
+        m.sent(kinds(1))
+        m.replied(kinds(1), Reply.Failed(FailureReason.TimedOut), 5_000_000_000L)
+      }
+      m.tunnelOpened(3_000_000L)
+    }
+
+  test("two fleets' snapshots merge into the snapshot of one fleet that saw all their traffic") {
+    val (a, b, all) = (FleetMetrics(kinds), FleetMetrics(kinds), FleetMetrics(kinds))
+    traffic(a, all)(devices = 30, ms = Seq.fill(990)(2) ++ Seq.fill(10)(400), failures = 3)
+    traffic(b, all)(devices = 70, ms = Seq.fill(1000)(5), failures = 0)
+    val merged = a.snapshot() + b.snapshot()
+    val one = all.snapshot()
+
+    merged.byState(DeviceState.Reporting) shouldBe 100
+    merged.byState shouldBe one.byState
+    merged.transitions shouldBe one.transitions
+    merged.byKind("heartbeat").sent shouldBe 2000
+    merged.byKind("stats").failures(FailureReason.TimedOut) shouldBe 3
+    merged.byKind.map((k, v) => k -> (v.sent, v.ok, v.failed, v.inFlight)) shouldBe one.byKind.map((k, v) => k -> (v.sent, v.ok, v.failed, v.inFlight))
+    merged.tunnels.opened shouldBe 2
+    // 10 of the 2,000 replies took 400 ms: the fleet's p99 is 5 ms; averaging the two p99s would say ~200.
+    merged.byKind("heartbeat").overall.latency shouldBe one.byKind("heartbeat").overall.latency
+    merged.byKind("heartbeat").recent.latency.p99 shouldBe 5.0 +- 0.01
+    merged.byKind("heartbeat").recent.latency.max shouldBe 400.0 +- 0.5
+  }
+
+  test("a snapshot's recent times are those since the previous one; its overall times are all of them") {
+    val m = FleetMetrics(kinds)
+    traffic(m)(devices = 1, ms = Seq.fill(100)(100), failures = 0)
+    m.snapshot().byKind("heartbeat").recent.count shouldBe 100
+    traffic(m)(devices = 0, ms = Seq.fill(50)(1), failures = 0)
+    val second = m.snapshot().byKind("heartbeat")
+    second.recent.count shouldBe 50
+    second.recent.latency.max shouldBe 1.0 +- 0.01
+    second.overall.count shouldBe 150
+  }
+
+  test("times of very different ranges add up without losing either") {
+    val merged = Times.of(1, 2, 3) + Times.of(60_000_000L) + Times.empty
+    merged.count shouldBe 4
+    merged.latency.max shouldBe 60_000.0 +- 60.0
+  }
