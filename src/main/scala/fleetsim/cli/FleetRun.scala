@@ -1,14 +1,9 @@
 package fleetsim.cli
 
 import fleetsim.controller.Controller
-import fleetsim.device.{Device, TimingWheel}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
 import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
-import fleetsim.tls.{FleetTls, MqttTls}
-import fleetsim.transport.mqtt.MqttSessions
-import fleetsim.transport.ssh.SshTunnels
-import fleetsim.transport.{Dialer, HttpTransport, Transport, Tunnels}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -17,12 +12,9 @@ import org.apache.pekko.actor.typed.{ActorRef, ActorSystem, DispatcherSelector, 
 import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.pekko.pattern.after
 import org.apache.pekko.util.Timeout
-import org.apache.sshd.common.util.net.SshdSocketAddress
 
 import java.nio.file.Files
 import java.time.Instant
-import java.util.concurrent.ThreadLocalRandom
-import java.util.random.RandomGenerator
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
@@ -33,17 +25,15 @@ import scala.concurrent.{ExecutionContext, Future}
   */
 final class FleetRun private (
     val settings: RunSettings,
-    val metrics: FleetMetrics,
+    parts: FleetParts,
     val controller: Option[Controller],
     val controllerUrl: String,
     val dashboard: Option[Dashboard],
-    transport: Transport,
-    tunnels: Option[Tunnels],
-    wheel: TimingWheel,
     fleet: ActorRef[Fleet.Command],
     exporters: Exporters,
     startedAt: Instant)(using system: ActorSystem[?]):
   private given ExecutionContext = system.executionContext
+  val metrics: FleetMetrics = parts.metrics
   private val process = ProcessWatch()
   private val sampler = Sampler(metrics.kinds, () => metrics.snapshot(), process, settings.fleet.devices, settings.transport)
   private val timeseries = Timeseries.create(settings.resultsDir)
@@ -83,7 +73,7 @@ final class FleetRun private (
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
           stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
-        val summary = Summary.of(info, settings.fleet.devices, byState, Option.when(tunnels.isDefined)(tunnelsUp), snapshot,
+        val summary = Summary.of(info, settings.fleet.devices, byState, Option.when(parts.tunnels.isDefined)(tunnelsUp), snapshot,
           process.sample(), controller.map(_.counts))
         timeseries.close()
         Summary.write(summary, settings.resultsDir)
@@ -91,9 +81,7 @@ final class FleetRun private (
         summary
       val closed = for
         summary <- done
-        _ <- tunnels.fold(Future.successful(Done))(_.close())
-        _ <- transport.close()
-        _ = wheel.close()
+        _ <- parts.close()
         _ <- controller.fold(Future.successful(Done))(_.stop())
       yield summary
       finishing = Some(closed)
@@ -125,38 +113,8 @@ object FleetRun:
       board <- dashboard
       // MQTT devices call the broker; the others the controller.
       url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
-      sshTunnels = settings.ssh.map { ssh =>
-        val (host, port) = ssh.target.getOrElse(url.authority.host.address -> url.effectivePort)
-        SshTunnels(ssh, SshdSocketAddress(host, port), settings.http)
-      }
-      metrics = FleetMetrics(settings.profile.kinds, exporters.registry)
+      parts = FleetParts(settings, url, controller.flatMap(_.tls).map(_.authority), exporters.registry, settings.fleet.devices)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      host = url.authority.host.address
-      embeddedCa = controller.flatMap(_.tls).map(_.authority)
-      tls = Option.when(url.scheme == "https") {
-        FleetTls(host, url.effectivePort, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)),
-          FleetTls.certificates(settings.tls, embeddedCa.filter(_ => settings.controller.clientCertsRequired)), settings.profile.identityName,
-          settings.tls.protocols)
-      }
-      port = if url.authority.port != 0 then url.authority.port else url.scheme match
-        case "mqtts" => 8883
-        case "mqtt" => 1883
-        case _ => url.effectivePort
-      http: Transport =
-        if mqtt then Transport.Unused
-        else HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, settings.fleet.devices)
-      transport = MeteredTransport(http, metrics)
-      mqttSessions = settings.profile.mqtt.filter(_ => mqtt).map { options =>
-        val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
-          settings.profile.identityName, settings.tls.protocols))
-        MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.connectTimeout,
-          settings.http.requestTimeout)
-      }
-      tunnels = sshTunnels.orElse(mqttSessions).map(MeteredTunnels(_, metrics))
-      random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
-      wheel = TimingWheel()
-      shared = Device.Shared(settings.profile, settings.device, transport, tunnels, metrics, wheel, random)
-      device = (i: Int) => Device.props(i, shared)
-      fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, device), "fleet", Props.empty, _))(using
+      fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, parts.device), "fleet", Props.empty, _))(using
         Timeout(10.seconds), system.scheduler)
-    yield FleetRun(settings, metrics, controller, url.toString, board, http, tunnels, wheel, fleet, exporters, Instant.now)
+    yield FleetRun(settings, parts, controller, url.toString, board, fleet, exporters, Instant.now)

@@ -1,0 +1,72 @@
+package fleetsim.cli
+
+import fleetsim.device.{Device, TimingWheel}
+import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
+import fleetsim.tls.{CertificateAuthority, FleetTls, MqttTls}
+import fleetsim.transport.mqtt.MqttSessions
+import fleetsim.transport.ssh.SshTunnels
+import fleetsim.transport.{Dialer, HttpTransport, Transport, Tunnels}
+import io.micrometer.core.instrument.MeterRegistry
+import org.apache.pekko.Done
+import org.apache.pekko.actor.Props
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.http.scaladsl.model.Uri
+import org.apache.sshd.common.util.net.SshdSocketAddress
+
+import java.util.concurrent.ThreadLocalRandom
+import java.util.random.RandomGenerator
+import scala.concurrent.{ExecutionContext, Future}
+
+/** What one process's devices share, made once from the run's settings: their metrics, the metered
+  * transport, their SSH tunnels or MQTT sessions, and the timing wheel; `device(i)` makes device i.
+  * A run in one process makes one; so does each node of a cluster for its share of the fleet.
+  */
+final class FleetParts private (val metrics: FleetMetrics, http: Transport, val tunnels: Option[Tunnels], wheel: TimingWheel, shared: Device.Shared):
+  def device(i: Int): Props = Device.props(i, shared)
+
+  /** After the devices have stopped: closes their sessions, connections and the wheel. */
+  def close()(using ExecutionContext): Future[Done] =
+    for
+      _ <- tunnels.fold(Future.successful(Done))(_.close())
+      _ <- http.close()
+    yield
+      wheel.close()
+      Done
+
+object FleetParts:
+  /** @param url the controller's (or, for MQTT, the broker's) URL
+    * @param embeddedCa the embedded controller's certificate authority, when it speaks TLS
+    * @param devices how many of the fleet's devices this process runs
+    */
+  def apply(settings: RunSettings, url: Uri, embeddedCa: Option[CertificateAuthority], registry: MeterRegistry, devices: Int)(using
+      system: ActorSystem[?]): FleetParts =
+    given ExecutionContext = system.executionContext
+    val metrics = FleetMetrics(settings.profile.kinds, registry)
+    val host = url.authority.host.address
+    val port = if url.authority.port != 0 then url.authority.port else url.scheme match
+      case "mqtts" => 8883
+      case "mqtt" => 1883
+      case _ => url.effectivePort
+    val http: Transport =
+      if settings.transport == "mqtt" then Transport.Unused
+      else
+        val tls = Option.when(url.scheme == "https") {
+          FleetTls(host, url.effectivePort, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)),
+            FleetTls.certificates(settings.tls, embeddedCa.filter(_ => settings.controller.clientCertsRequired)), settings.profile.identityName,
+            settings.tls.protocols)
+        }
+        HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, devices)
+    val sshTunnels = settings.ssh.map { ssh =>
+      val (sshHost, sshPort) = ssh.target.getOrElse(host -> url.effectivePort)
+      SshTunnels(ssh, SshdSocketAddress(sshHost, sshPort), settings.http)
+    }
+    val mqttSessions = settings.profile.mqtt.filter(_ => settings.transport == "mqtt").map { options =>
+      val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
+        settings.profile.identityName, settings.tls.protocols))
+      MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.connectTimeout,
+        settings.http.requestTimeout)
+    }
+    val tunnels = sshTunnels.orElse(mqttSessions).map(MeteredTunnels(_, metrics))
+    val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
+    val wheel = TimingWheel()
+    new FleetParts(metrics, http, tunnels, wheel, Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), tunnels, metrics, wheel, random))
