@@ -18,37 +18,44 @@ import java.time.Instant
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
-/** One run wired together: the embedded controller (unless pointed elsewhere), the shared metered
-  * transport and tunnels, the fleet, a sample every second (to the time-series file, the dashboard
+/** One run wired together: the embedded controller (unless pointed elsewhere), the devices (in this
+  * process, or on a cluster's nodes), a sample every second (to the time-series file, the dashboard
   * and whoever else listens), and summary.json and report.html at the end. The CLI and the
   * end-to-end tests both use it.
   */
 final class FleetRun private (
     val settings: RunSettings,
-    parts: FleetParts,
+    val devices: FleetDevices,
     val controller: Option[Controller],
     val controllerUrl: String,
     val dashboard: Option[Dashboard],
-    fleet: ActorRef[Fleet.Command],
-    exporters: Exporters,
     startedAt: Instant)(using system: ActorSystem[?]):
   private given ExecutionContext = system.executionContext
-  val metrics: FleetMetrics = parts.metrics
   private val process = ProcessWatch()
-  private val sampler = Sampler(metrics.kinds, () => metrics.snapshot(), process, settings.fleet.devices, settings.transport)
+  private val sampler = Sampler(settings.profile.kinds, process, settings.fleet.devices, settings.transport)
   private val timeseries = Timeseries.create(settings.resultsDir)
   @volatile private var listeners = List.empty[Sample => Unit]
   @volatile private var finishing: Option[Future[Summary]] = None
 
+  /** A run in one process: its devices' figures, live. */
+  def metrics: FleetMetrics = devices match
+    case local: LocalDevices => local.parts.metrics
+    case _ => throw UnsupportedOperationException("a cluster run's figures are its nodes': listen to its samples")
+
+  private val io = system.dispatchers.lookup(DispatcherSelector.blocking()) // the file and the console block
+  private val sampling = java.util.concurrent.atomic.AtomicBoolean(false)
   private val ticker: Cancellable =
-    val io = system.dispatchers.lookup(DispatcherSelector.blocking()) // the file and the console block
     system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => tick())(using io)
 
+  /** A sample from the devices' figures; skipped while the previous one is still being gathered. */
   private def tick(): Unit =
-    val sample = sampler.sample()
-    timeseries.append(sample)
-    dashboard.foreach(_.publish(sample))
-    listeners.foreach(_(sample))
+    if sampling.compareAndSet(false, true) then
+      devices.snapshot().map { snapshot =>
+        val sample = sampler.sample(snapshot)
+        timeseries.append(sample)
+        dashboard.foreach(_.publish(sample))
+        listeners.foreach(_(sample))
+      }(using io).onComplete(_ => sampling.set(false))
 
   /** Calls `listener` with every sample from now on (the status line, say). */
   def onSample(listener: Sample => Unit): Unit = synchronized { listeners = listeners :+ listener }
@@ -60,20 +67,17 @@ final class FleetRun private (
   def finish(stopReason: String): Future[Summary] = synchronized {
     finishing.getOrElse {
       ticker.cancel()
-      // Taken before the devices stop, leave their states and close their tunnels.
-      val byState = metrics.devicesByState
-      val tunnelsUp = metrics.tunnelsUpNow
-      given Timeout = Timeout(30.seconds)
       val done = for
-        _ <- fleet.ask[Done](Fleet.Quiesce(_))(using summon[Timeout], system.scheduler)
+        before <- devices.snapshot() // states and sessions before the devices stop, leave them and close their sessions
+        _ <- devices.quiesce()
         _ <- drained(Deadline.now + settings.http.requestTimeout + 1.second)
-        snapshot = metrics.snapshot()
-        _ <- fleet.ask[Done](Fleet.Stop(_))(using summon[Timeout], system.scheduler)
+        snapshot <- devices.snapshot()
+        _ <- devices.stop()
       yield
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
           stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
-        val summary = Summary.of(info, settings.fleet.devices, byState, Option.when(parts.tunnels.isDefined)(tunnelsUp), snapshot,
+        val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
           process.sample(), controller.map(_.counts))
         timeseries.close()
         Summary.write(summary, settings.resultsDir)
@@ -81,7 +85,7 @@ final class FleetRun private (
         summary
       val closed = for
         summary <- done
-        _ <- parts.close()
+        _ <- devices.close()
         _ <- controller.fold(Future.successful(Done))(_.stop())
       yield summary
       finishing = Some(closed)
@@ -91,11 +95,23 @@ final class FleetRun private (
 
   /** Every call sent has been answered or has timed out, so sent = ok + forbidden + failed. */
   private def drained(deadline: Deadline): Future[Done] =
-    if metrics.inFlight == 0 || deadline.isOverdue() then Future.successful(Done)
-    else after(10.millis)(drained(deadline))
+    devices.inFlight().flatMap { n =>
+      if n == 0 || deadline.isOverdue() then Future.successful(Done)
+      else after(10.millis)(drained(deadline))
+    }
 
 object FleetRun:
+  /** Puts a run's devices somewhere once the controller is up: `url` is what they call (the
+    * controller, or for MQTT the broker), `registry` where their meters go.
+    */
+  type Placement = (Uri, Option[Controller], io.micrometer.core.instrument.MeterRegistry) => Future[FleetDevices]
+
+  /** A run with its devices in this process. */
   def start(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
+    start(settings, inProcess(settings))
+
+  /** A run with its devices where `place` puts them. */
+  def start(settings: RunSettings, place: Placement)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
     given ExecutionContext = system.executionContext
     Files.createDirectories(settings.resultsDir)
     Files.writeString(settings.resultsDir.resolve(Report.ConfigFile), settings.described)
@@ -113,8 +129,12 @@ object FleetRun:
       board <- dashboard
       // MQTT devices call the broker; the others the controller.
       url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
-      parts = FleetParts(settings, url, controller.flatMap(_.tls).map(_.authority), exporters.registry, settings.fleet.devices)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      fleet <- system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, parts.device), "fleet", Props.empty, _))(using
-        Timeout(10.seconds), system.scheduler)
-    yield FleetRun(settings, parts, controller, url.toString, board, fleet, exporters, Instant.now)
+      devices <- place(url, controller, exporters.registry)
+    yield FleetRun(settings, devices, controller, url.toString, board, Instant.now)
+
+  private def inProcess(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Placement = (url, controller, registry) =>
+    given ExecutionContext = system.executionContext
+    val parts = FleetParts(settings, url, controller.flatMap(_.tls).map(_.authority), registry, settings.fleet.devices)
+    system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, parts.device), "fleet", Props.empty, _))(using
+      Timeout(10.seconds), system.scheduler).map(LocalDevices(parts, _))

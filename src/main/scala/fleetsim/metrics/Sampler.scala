@@ -39,21 +39,22 @@ final case class ProcessSample(threads: Int, heapUsedBytes: Long, gcMsPerS: Doub
 object Sample:
   given JsonValueCodec[Sample] = JsonCodecMaker.make(CodecMakerConfig.withTransientEmpty(false).withTransientDefault(false))
 
-/** Turns the metrics' running totals into one [[Sample]] per call, with rates since the last call.
+/** Turns a fleet's snapshots (running totals) into one [[Sample]] each, with rates since the last.
   * For one caller (the run's once-a-second tick).
+  *
+  * @param transport http, ssh or mqtt: whether devices hold sessions of their own, and which
   */
-/** @param transport http, ssh or mqtt: whether devices hold sessions of their own, and which */
-final class Sampler(kinds: IndexedSeq[MessageKind], snapshot: () => MetricsSnapshot, process: ProcessWatch, target: Int, transport: String):
+final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, target: Int, transport: String):
   private val started = System.nanoTime()
   private var last = System.nanoTime()
   private var previous: Option[MetricsSnapshot] = None
   private val gc = ManagementFactory.getGarbageCollectorMXBeans.asScala
   private var lastGcMs = gcMs
 
-  def sample(): Sample = synchronized {
+  /** The sample of the fleet's figures `s`, with rates since the previous call's. */
+  def sample(s: MetricsSnapshot): Sample = synchronized {
     val now = System.nanoTime()
     val seconds = ((now - last) / 1e9).max(1e-3)
-    val s = snapshot()
     def rate(f: MetricsSnapshot => Long) = (f(s) - previous.fold(0L)(f)) / seconds
     val keys = kinds.map(_.key)
     val rates = ListMap.from(keys.map { k =>

@@ -1,0 +1,40 @@
+package fleetsim.cli
+
+import fleetsim.fleet.Fleet
+import fleetsim.metrics.MetricsSnapshot
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
+import org.apache.pekko.actor.typed.{ActorRef, ActorSystem}
+import org.apache.pekko.util.Timeout
+
+import scala.concurrent.duration.*
+import scala.concurrent.{ExecutionContext, Future}
+
+/** Where a run's devices are: in this process, or spread over a cluster's nodes. A [[FleetRun]]
+  * drives either the same way: figures every second, and at the end quiesce, drain, stop.
+  */
+trait FleetDevices:
+  /** The whole fleet's figures now; each call takes the times since the previous one. */
+  def snapshot(): Future[MetricsSnapshot]
+  /** Calls sent and not answered yet, fleet-wide. */
+  def inFlight(): Future[Long] = snapshot().map(_.inFlight)(using ExecutionContext.parasitic)
+  /** No device starts or sends any more; done once every device has heard. */
+  def quiesce(): Future[Done]
+  /** Every device stopped. */
+  def stop(): Future[Done]
+  /** After the summary: closes what the devices shared (sessions, connections). */
+  def close(): Future[Done]
+  /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
+  def sessions: Boolean
+
+/** A run's devices in this process, under one [[Fleet]]. */
+final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(using system: ActorSystem[?]) extends FleetDevices:
+  private given ExecutionContext = system.executionContext
+  private given Timeout = Timeout(30.seconds)
+
+  def snapshot(): Future[MetricsSnapshot] = Future.successful(parts.metrics.snapshot())
+  override def inFlight(): Future[Long] = Future.successful(parts.metrics.inFlight)
+  def quiesce(): Future[Done] = fleet.ask[Done](Fleet.Quiesce(_))
+  def stop(): Future[Done] = fleet.ask[Done](Fleet.Stop(_))
+  def close(): Future[Done] = parts.close()
+  def sessions: Boolean = parts.tunnels.isDefined
