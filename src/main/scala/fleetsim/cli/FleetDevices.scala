@@ -26,6 +26,8 @@ trait FleetDevices:
   def close(): Future[Done]
   /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
   def sessions: Boolean
+  /** Over a cluster: devices on each node as of the last snapshot, and the nodes lost. */
+  def cluster: Option[fleetsim.report.ClusterSummary] = None
 
 /** A run's devices in this process, under one [[Fleet]]. */
 final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(using system: ActorSystem[?]) extends FleetDevices:

@@ -69,6 +69,7 @@ final class FleetRun private (
       ticker.cancel()
       val done = for
         before <- devices.snapshot() // states and sessions before the devices stop, leave them and close their sessions
+        cluster = devices.cluster
         _ <- devices.quiesce()
         _ <- drained(Deadline.now + settings.http.requestTimeout + 1.second)
         snapshot <- devices.snapshot()
@@ -78,7 +79,7 @@ final class FleetRun private (
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
           stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
-          process.sample(), controller.map(_.counts))
+          process.sample(), controller.map(_.counts), cluster)
         timeseries.close()
         Summary.write(summary, settings.resultsDir)
         Report.write(settings.resultsDir)

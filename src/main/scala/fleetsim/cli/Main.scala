@@ -12,12 +12,13 @@ object Main:
       |commands:
       |  run         run a fleet of simulated devices against a controller (the embedded one by default)
       |  controller  run the reference controller alone
+      |  node        carry devices for runs over a cluster (run --cluster)
       |  report DIR  rebuild DIR/report.html from the run's files in DIR (after a crash, say)
       |  profile     check a device profile (what its devices would send), or show a built-in one
       |
       |./fleetsim <command> --help lists a command's flags.""".stripMargin
 
-  private val Commands = Seq("run", "controller", "report", "profile")
+  private val Commands = Seq("run", "controller", "node", "report", "profile")
 
   def main(args: Array[String]): Unit =
     org.slf4j.LoggerFactory.getILoggerFactory // initialise logging before threads log, or SLF4J warns about replayed calls
@@ -29,6 +30,7 @@ object Main:
       args match
         case "run" :: rest => RunCommand(rest, out, err)
         case "controller" :: rest => ControllerCommand(rest, out, err)
+        case "node" :: rest => NodeCommand(rest, out)
         case "profile" :: rest => ProfileCommand(rest, out)
         case "report" :: ("--help" | "-h") :: _ => out.println("usage: ./fleetsim report DIR"); 0
         case "report" :: dir :: Nil => report(java.nio.file.Path.of(dir), out)
@@ -66,14 +68,24 @@ private[cli] def settingsOf[A](command: String)(read: => A): A =
     case e: IllegalArgumentException => throw UsageError(e.getMessage.stripPrefix("requirement failed: "), command)
     case e: fleetsim.profile.ProfileError => throw UsageError(e.getMessage, command)
 
-/** Waits for a server to bind; a taken port becomes a one-line error naming the flag that moves it. */
-private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor.typed.ActorSystem[?])(binding: => scala.concurrent.Future[A]): A =
-  try scala.concurrent.Await.result(binding, scala.concurrent.duration.Duration(30, "s"))
+/** Waits for a run's servers to bind (and, over a cluster, for its nodes to take it); a taken port
+  * becomes a one-line error naming the flag that moves it. On any failure the actor system stops
+  * first, so a cluster member leaves the cluster rather than vanish from it.
+  */
+private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor.typed.ActorSystem[?],
+    within: scala.concurrent.duration.FiniteDuration = scala.concurrent.duration.Duration(30, "s"))(binding: => scala.concurrent.Future[A]): A =
+  def stopped(e: Throwable): Throwable =
+    system.terminate()
+    scala.util.Try(scala.concurrent.Await.ready(system.whenTerminated, scala.concurrent.duration.Duration(10, "s")))
+    e
+  try scala.concurrent.Await.result(binding, within)
   catch
     case e: fleetsim.PortInUse =>
-      system.terminate()
       val flag = e.service match
         case "ssh" => Flag.SshPort
         case "dashboard" => Flag.DashboardPort
         case _ => httpPort
-      throw CannotRun(s"${e.getMessage}: choose another with --${flag.name} (0 picks a free one)")
+      throw stopped(CannotRun(s"${e.getMessage}: choose another with --${flag.name} (0 picks a free one)"))
+    case _: java.util.concurrent.TimeoutException =>
+      throw stopped(CannotRun(s"the run did not start within ${within.toSeconds} s"))
+    case e: Throwable => throw stopped(e)

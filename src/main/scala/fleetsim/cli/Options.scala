@@ -20,6 +20,7 @@ enum ValueKind(val expected: String):
   case Url extends ValueKind("an address like http://127.0.0.1:8080 or https://127.0.0.1:8443")
   case BrokerUrl extends ValueKind("a broker address like mqtt://127.0.0.1:1883 or mqtts://127.0.0.1:8883")
   case HostPort extends ValueKind("HOST:PORT, like 127.0.0.1:2222")
+  case HostPorts extends ValueKind("HOST:PORT or a list of them, like 127.0.0.1:25520,127.0.0.1:25521")
   case Choice(options: String*) extends ValueKind(s"one of ${options.mkString(", ")}")
   /** On when named alone (`--insecure-tls`); `--insecure-tls=off` says off. */
   case Switch extends ValueKind("on or off")
@@ -40,6 +41,7 @@ enum ValueKind(val expected: String):
       case Url => validUrl(text, "http", "https")
       case BrokerUrl => validUrl(text, "mqtt", "mqtts")
       case HostPort => scala.util.Try(fleetsim.hostPort(text, "")).isSuccess
+      case HostPorts => text.split(',').map(_.trim).forall(t => scala.util.Try(fleetsim.hostPort(t, "")).isSuccess)
       case Choice(options*) => options.contains(text)
       case Switch => text == "on" || text == "off"
       case Text => text.nonEmpty
@@ -68,6 +70,11 @@ object Flag:
   val Pipelining = Flag("pipelining", "fleetsim.http.pipelining", ValueKind.Count, "calls in flight on one HTTP connection (1 = no pipelining)")
   val RequestTimeout = Flag("request-timeout", "fleetsim.http.request-timeout", ValueKind.Duration, "a call unanswered this long counts as failed")
   val MaxLostHeartbeats = Flag("max-lost-heartbeats", "fleetsim.device.max-lost-heartbeats", ValueKind.Count, "heartbeats lost in a row that send a device to Backoff")
+  val ClusterPort = Flag("cluster-port", "fleetsim.cluster.port", ValueKind.Port, "port this node listens on for the cluster")
+  val ClusterHost = Flag("cluster-host", "fleetsim.cluster.host", ValueKind.Text, "address the other cluster members reach this one at (and it binds)")
+  val SeedNodes = Flag("seed-nodes", "fleetsim.cluster.seed-nodes", ValueKind.HostPorts, "cluster members to join through, HOST:PORT,HOST:PORT (default: this node starts a cluster)")
+  val Cluster = Flag("cluster", "fleetsim.cluster.join", ValueKind.HostPort, "run the fleet on the cluster a fleetsim node at HOST:PORT belongs to")
+  val ClusterNodes = Flag("cluster-nodes", "fleetsim.cluster.nodes", ValueKind.Count, "with --cluster: wait for this many nodes before the ramp")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")
   val Port = Flag("port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the reference controller")
   val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice("http", "ssh", "mqtt"),

@@ -1,5 +1,6 @@
 package fleetsim.cli
 
+import fleetsim.cluster.{ClusterConfig, ClusterRun}
 import fleetsim.report.Summary
 import org.apache.pekko.Done
 import org.apache.pekko.actor.CoordinatedShutdown
@@ -19,7 +20,7 @@ object RunCommand:
     Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget,
     Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile,
     Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.TlsVersion, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts, Flag.Tls,
-    Flag.ClientCertsRequired)
+    Flag.ClientCertsRequired, Flag.Cluster, Flag.ClusterNodes, Flag.ClusterHost)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
@@ -29,11 +30,17 @@ object RunCommand:
       case Parsed.Help(text) => out.println(text); 0
       case Parsed.Settings(config) =>
         val settings = settingsOf("run")(RunSettings(config))
-        Preflight.check(settings)
+        val join = config.getString("fleetsim.cluster.join")
+        if join.isEmpty then Preflight.check(settings) // else each node checks its own share
         if settings.tls.insecure then
           err.println("fleetsim: warning: --insecure-tls: the controller's certificate is not checked, so anyone on the path could pose as it")
-        given system: ActorSystem[SpawnProtocol.Command] = ActorSystem(SpawnProtocol(), "fleetsim", config)
-        val run = bindOrExplain(Flag.ControllerPort, system)(FleetRun.start(settings))
+        given system: ActorSystem[SpawnProtocol.Command] =
+          if join.isEmpty then ActorSystem(SpawnProtocol(), "fleetsim", config)
+          else ActorSystem(SpawnProtocol(), ClusterConfig.SystemName, settingsOf("run")(ClusterConfig.runner(config)))
+        val run = bindOrExplain(Flag.ControllerPort, system, if join.isEmpty then 30.seconds else 4.minutes) {
+          if join.isEmpty then FleetRun.start(settings)
+          else FleetRun.start(settings, ClusterRun.placement(settings, config, join, config.getInt("fleetsim.cluster.nodes")))
+        }
         execute(run, out)
 
   private def execute(run: FleetRun, out: PrintStream)(using system: ActorSystem[SpawnProtocol.Command]): Int =

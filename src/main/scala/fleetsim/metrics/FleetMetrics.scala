@@ -180,14 +180,23 @@ final class Times(private val histogram: Histogram):
   def count: Long = histogram.getTotalCount
 
   def +(other: Times): Times =
-    val sum = histogram.copy()
+    val sum = Histogram(3) // resizes to hold both, whatever their ranges
+    sum.add(histogram)
     sum.add(other.histogram)
     Times(sum)
+
+  /** HdrHistogram's compressed encoding, for another process to [[Times.decode]]. */
+  def encoded: Array[Byte] =
+    val buffer = java.nio.ByteBuffer.allocate(histogram.getNeededByteBufferCapacity)
+    val length = histogram.encodeIntoCompressedByteBuffer(buffer)
+    java.util.Arrays.copyOf(buffer.array, length)
 
   def latency: Latency = Latency.of(histogram)
 
 object Times:
   def empty: Times = Times(Histogram(3))
+
+  def decode(bytes: Array[Byte]): Times = Times(Histogram.decodeFromCompressedByteBuffer(java.nio.ByteBuffer.wrap(bytes), 0))
 
   /** Times from values in µs. */
   def of(micros: Long*): Times =
@@ -253,9 +262,28 @@ final case class MetricsSnapshot(
   def reconnects: Long =
     Seq(DeviceState.Reporting, DeviceState.ConfigDownloading).map(s => transitions((s, DeviceState.Backoff))).sum
 
+  /** The same counts with no times since the last look: a process that did not answer this time. */
+  def quiet: MetricsSnapshot =
+    copy(byKind = byKind.map((k, v) => k -> v.copy(recent = Times.empty, recentLateness = Times.empty)),
+      tunnels = tunnels.copy(recent = Times.empty), pushes = pushes.copy(recent = Times.empty))
+
+  /** What a process that is gone counted: its devices, calls in flight and sessions are no more. */
+  def lost: MetricsSnapshot =
+    val q = quiet
+    q.copy(byState = Map.empty, byKind = q.byKind.map((k, v) => k -> v.copy(inFlight = 0)), tunnels = q.tunnels.copy(up = 0))
+
+  /** Devices running, in any state. */
+  def devices: Long = byState.values.sum
+
   def +(o: MetricsSnapshot): MetricsSnapshot =
     MetricsSnapshot(sum(byState, o.byState), byKind.map((k, v) => k -> o.byKind.get(k).fold(v)(v + _)), tunnels + o.tunnels,
       sum(transitions, o.transitions), pushes + o.pushes)
+
+object MetricsSnapshot:
+  /** No devices, no figures: what a process without the run's devices answers. */
+  val empty: MetricsSnapshot =
+    MetricsSnapshot(Map.empty, ListMap.empty, TunnelSnapshot(0, 0, 0, Map.empty, Times.empty, Times.empty), Map.empty,
+      PushSnapshot(0, 0, Times.empty, Times.empty))
 
 /** Counts by key, added key by key. */
 private def sum[K](a: Map[K, Long], b: Map[K, Long]): Map[K, Long] =

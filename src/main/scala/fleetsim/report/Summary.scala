@@ -20,7 +20,8 @@ final case class Summary(
     mqtt: Option[MqttSummary],
     pushes: Option[PushesSummary],
     process: ProcessSummary,
-    controller: Option[ControllerCounts])
+    controller: Option[ControllerCounts],
+    cluster: Option[ClusterSummary] = None)
 
 final case class RunInfo(
     startedAt: String,
@@ -31,6 +32,10 @@ final case class RunInfo(
     controllerEmbedded: Boolean,
     transport: String,
     deviceProfile: String)
+/** A fleet over a cluster: devices running on each node (by its address) at the end, and the nodes
+  * lost during the run (their blocks started again on the others).
+  */
+final case class ClusterSummary(nodes: Map[String, Long], lost: List[String])
 final case class DevicesSummary(target: Int, started: Int, byState: Map[String, Long])
 final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Long, failures: Map[String, Long])
 final case class LatencySummary(p50: Double, p99: Double, max: Double)
@@ -55,7 +60,8 @@ object Summary:
       tunnelsUp: Option[Long],
       metrics: MetricsSnapshot,
       process: ProcessFigures,
-      controller: Option[ControllerCounts]): Summary =
+      controller: Option[ControllerCounts],
+      cluster: Option[ClusterSummary] = None): Summary =
     def byKind[A](f: KindSnapshot => A) = metrics.byKind.map((k, v) => k -> f(v))
     Summary(
       run,
@@ -72,7 +78,8 @@ object Summary:
       },
       Option.when(metrics.pushes.received > 0)(metrics.pushes).map(p => PushesSummary(p.received, p.acknowledged, latencySummary(p.overall))),
       ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
-      controller)
+      controller,
+      cluster)
 
   private def latencySummary(times: Times) =
     val l = times.latency
@@ -113,6 +120,10 @@ object Summary:
     }
     s.controller.foreach { c =>
       lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registered} registered"
+    }
+    s.cluster.foreach { c =>
+      val lost = if c.lost.isEmpty then "" else s"; lost: ${c.lost.mkString(", ")}"
+      lines += s"  cluster: ${c.nodes.size} nodes: " + c.nodes.map((node, n) => s"$node $n devices").mkString(", ") + lost
     }
     lines += f"  process: peak ${s.process.threadsPeak} threads, peak heap ${s.process.heapUsedPeakBytes / 1048576.0}%.0f MiB"
     lines.result().mkString("\n")

@@ -1,0 +1,115 @@
+package fleetsim.cluster
+
+import com.typesafe.config.{ConfigFactory, ConfigValueFactory}
+import fleetsim.cli.{FleetParts, Preflight, RunSettings}
+import fleetsim.fleet.Fleet
+import fleetsim.metrics.MetricsSnapshot
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.receptionist.{Receptionist, ServiceKey}
+import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
+import org.apache.pekko.actor.typed.scaladsl.Behaviors
+import org.apache.pekko.actor.typed.{ActorRef, Behavior}
+import org.apache.pekko.cluster.sharding.typed.scaladsl.{ClusterSharding, Entity}
+import org.apache.pekko.cluster.typed.Cluster
+import org.apache.pekko.http.scaladsl.model.Uri
+import org.apache.pekko.util.Timeout
+
+import java.nio.file.Files
+import scala.concurrent.duration.*
+import scala.concurrent.{ExecutionContext, Future}
+import scala.util.control.NonFatal
+
+/** A run as one node carries it: the plan, the settings read from it, and the parts its devices share. */
+final case class NodeRun(plan: RunPlan, settings: RunSettings, parts: FleetParts)
+
+/** One per `fleetsim node`: takes runs' plans, hosts their blocks, and answers for its devices'
+  * figures. Found by the runner through the receptionist.
+  */
+object NodeAgent:
+  val Key: ServiceKey[Command] = ServiceKey[Command]("fleetsim-node")
+  /** The role of nodes that carry devices (the runner has none). */
+  val Role = "devices"
+
+  sealed trait Command
+  final case class Prepare(plan: RunPlan, replyTo: ActorRef[Prepared]) extends Command with ClusterMessage
+  final case class Collect(run: String, replyTo: ActorRef[NodeFigures]) extends Command with ClusterMessage
+  final case class Quiesce(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
+  final case class Finish(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
+  final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
+  final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
+
+  def apply(): Behavior[Command] = Behaviors.setup { context =>
+    given system: org.apache.pekko.actor.typed.ActorSystem[?] = context.system
+    given ExecutionContext = context.executionContext
+    given Timeout = Timeout(30.seconds)
+    val node = Cluster(context.system).selfMember.address.toString
+    context.system.receptionist ! Receptionist.Register(Key, context.self)
+    var runs = Map.empty[String, NodeRun]
+    var blocks = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]]
+    var waiting = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]] // up before their plan came
+
+    Behaviors.receiveMessage {
+      case Prepare(plan, replyTo) =>
+        if !runs.contains(plan.id) then
+          prepare(plan) match
+            case Left(problem) => replyTo ! Prepared(node, Some(problem))
+            case Right(run) =>
+              runs += plan.id -> run
+              ClusterSharding(context.system).init(Entity(DeviceBlock.typeKey(plan.id))(entity =>
+                DeviceBlock(plan.id, entity.entityId.toInt, entity.shard, context.self)).withRole(Role).withStopMessage(DeviceBlock.Stop))
+              waiting.getOrElse(plan.id, Set.empty).foreach(_ ! DeviceBlock.Ready(run))
+              waiting -= plan.id
+              replyTo ! Prepared(node, None)
+        else replyTo ! Prepared(node, None)
+        Behaviors.same
+      case BlockUp(run, block) =>
+        blocks += run -> (blocks.getOrElse(run, Set.empty) + block)
+        runs.get(run) match
+          case Some(r) => block ! DeviceBlock.Ready(r)
+          case None => waiting += run -> (waiting.getOrElse(run, Set.empty) + block)
+        Behaviors.same
+      case BlockDown(run, block) =>
+        blocks += run -> (blocks.getOrElse(run, Set.empty) - block)
+        Behaviors.same
+      case Collect(run, replyTo) =>
+        replyTo ! NodeFigures(node, runs.get(run).fold(MetricsSnapshot.empty)(_.parts.metrics.snapshot()))
+        Behaviors.same
+      case Quiesce(run, replyTo) =>
+        val asked = blocks.getOrElse(run, Set.empty).toSeq.map(_.ask[Done](DeviceBlock.Quiesce(_)).recover { case _ => Done })
+        Future.sequence(asked).foreach(_ => replyTo ! NodeDone(node))
+        Behaviors.same
+      case Finish(run, replyTo) =>
+        val asked = blocks.getOrElse(run, Set.empty).toSeq.map(_.ask[Done](DeviceBlock.Finish(_)).recover { case _ => Done })
+        val parts = runs.get(run).map(_.parts)
+        runs -= run
+        blocks -= run
+        Future.sequence(asked).flatMap(_ => parts.fold(Future.successful(Done))(_.close())).onComplete(_ => replyTo ! NodeDone(node))
+        Behaviors.same
+    }
+  }
+
+  /** The plan read as this node's settings, its share checked against what the node can hold, and
+    * the parts made; or why not, in one line.
+    */
+  private def prepare(plan: RunPlan)(using system: org.apache.pekko.actor.typed.ActorSystem[?]): Either[String, NodeRun] =
+    try
+      var config = ConfigFactory.parseString(plan.config).atKey("fleetsim")
+      for text <- plan.profileText do
+        val file = Files.createTempFile("fleetsim-profile-", ".conf")
+        file.toFile.deleteOnExit()
+        Files.writeString(file, text)
+        config = config.withValue("fleetsim.device-profile", ConfigValueFactory.fromAnyRef(file.toString))
+      val settings = RunSettings(config.withFallback(ConfigFactory.load()).resolve())
+      val share = shareOf(plan)
+      Preflight.check(settings.copy(fleet = settings.fleet.copy(devices = share)))
+      val url = if settings.transport == "mqtt" then settings.broker.get else settings.controllerUrl.get
+      Right(NodeRun(plan, settings, FleetParts(settings, Uri(url), None, CompositeMeterRegistry(), share)))
+    catch
+      case NonFatal(e) => Left(s"${Option(e.getMessage).getOrElse(e.toString)} (this node's share: up to ${shareOf(plan)} of ${plan.devices} devices)")
+
+  /** The devices a node must have room for: its share of the blocks should one of the nodes be lost. */
+  def shareOf(plan: RunPlan): Int =
+    val blocks = (plan.devices + Fleet.GroupSize - 1) / Fleet.GroupSize
+    val carriers = if plan.nodes >= 3 then plan.nodes - 1 else plan.nodes.max(1)
+    (((blocks + carriers - 1) / carriers) * Fleet.GroupSize).min(plan.devices)

@@ -1,0 +1,55 @@
+package fleetsim.cluster
+
+import com.typesafe.config.ConfigFactory
+import fleetsim.device.DeviceState
+import fleetsim.metrics.FleetMetrics
+import fleetsim.transport.{FailureReason, MessageKind, Reply}
+import org.apache.pekko.actor.testkit.typed.scaladsl.ActorTestKit
+import org.apache.pekko.serialization.{SerializationExtension, Serializers}
+import org.apache.pekko.actor.typed.scaladsl.adapter.*
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+/** What crosses between a cluster's processes comes back as it left, through the serializer that
+  * cluster.conf binds (Java serialization stays off).
+  */
+class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
+  private val testKit = ActorTestKit(ConfigFactory.parseString("pekko.actor.provider = local")
+    .withFallback(ConfigFactory.parseResources("fleetsim/cluster.conf")).withFallback(ConfigFactory.load()))
+  private val serialization = SerializationExtension(testKit.system.toClassic)
+  override def afterAll(): Unit = testKit.shutdownTestKit()
+
+  private def roundTrip[A <: AnyRef](message: A): A =
+    val serializer = serialization.findSerializerFor(message)
+    assert(serializer.isInstanceOf[ClusterSerializer], serializer)
+    val bytes = serialization.serialize(message).get
+    serialization.deserialize(bytes, serializer.identifier, Serializers.manifestFor(serializer, message)).get.asInstanceOf[A]
+
+  test("a node's figures: counts, failures by reason, transitions and times all come back") {
+    val kinds = IndexedSeq(MessageKind("heartbeat", 0, periodic = true))
+    val metrics = FleetMetrics(kinds)
+    metrics.moved(None, DeviceState.Discovering)
+    metrics.moved(Some(DeviceState.Discovering), DeviceState.Reporting)
+    (1 to 500).foreach { i =>
+      metrics.sent(kinds(0))
+      metrics.replied(kinds(0), if i % 100 == 0 then Reply.Failed(FailureReason.TimedOut) else Reply.Response(200, Array.emptyByteArray), i * 1_000_000L)
+    }
+    metrics.tunnelOpened(7_000_000L)
+    val snapshot = metrics.snapshot()
+    val back = roundTrip(NodeFigures("pekko://fleetsim@127.0.0.1:25520", snapshot)).snapshot
+    assert(back.byState == snapshot.byState)
+    assert(back.transitions == snapshot.transitions)
+    val (k, b) = (snapshot.byKind("heartbeat"), back.byKind("heartbeat"))
+    assert((b.sent, b.ok, b.failures(FailureReason.TimedOut), b.inFlight) == (500, 495, 5, 0))
+    assert(b.overall.latency == k.overall.latency && b.recent.count == 500)
+    assert(back.tunnels.opened == 1 && back.tunnels.overall.latency == snapshot.tunnels.overall.latency)
+  }
+
+  test("a plan with a long profile and its reply address") {
+    val probe = testKit.createTestProbe[Prepared]()
+    val plan = RunPlan("r1", "{\"fleet\":{\"devices\":3000}}", Some("x" * 100_000), 1234L, 3000, 3)
+    val back = roundTrip(NodeAgent.Prepare(plan, probe.ref))
+    assert(back.plan == plan)
+    back.replyTo ! Prepared("n", Some("no room"))
+    probe.expectMessage(Prepared("n", Some("no room")))
+  }

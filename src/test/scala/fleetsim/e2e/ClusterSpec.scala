@@ -1,0 +1,155 @@
+package fleetsim.e2e
+
+import fleetsim.report.Summary
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.io.{BufferedReader, InputStreamReader}
+import java.net.ServerSocket
+import java.nio.file.{Files, Path}
+import java.util.concurrent.{CompletableFuture, LinkedBlockingQueue, TimeUnit}
+import scala.jdk.CollectionConverters.*
+
+/** One fleet over a cluster of `fleetsim node`s, each a JVM of its own on loopback, run by
+  * `fleetsim run --cluster` in another JVM, as a user starts them.
+  */
+class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
+  /** A child JVM running fleetsim; its output lines are kept for the test to wait on. */
+  private final class Child(args: String*):
+    private val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
+    val process: Process = ProcessBuilder((Seq(java, "-Xmx384m", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args).asJava)
+      .redirectErrorStream(true).start()
+    private val lines = LinkedBlockingQueue[String]()
+    private val buffer = StringBuilder()
+    def output: String = buffer.synchronized(buffer.toString)
+    private val reader = CompletableFuture.runAsync { () =>
+      val in = BufferedReader(InputStreamReader(process.getInputStream))
+      Iterator.continually(in.readLine()).takeWhile(_ != null).foreach { line =>
+        buffer.synchronized(buffer.append(line).append('\n'))
+        lines.put(line)
+      }
+    }
+
+    /** Waits for a line containing `text`; fails with the output so far after `seconds`. */
+    def awaitLine(text: String, seconds: Int = 60): String =
+      val deadline = System.nanoTime() + seconds * 1_000_000_000L
+      Iterator.continually(lines.poll(100, TimeUnit.MILLISECONDS))
+        .find(l => (l != null && l.contains(text)) || System.nanoTime() > deadline)
+        .filter(_ != null).filter(_.contains(text))
+        .getOrElse(fail(s"no line with '$text' within $seconds s; output:\n$output"))
+
+    def exit(seconds: Int): Int =
+      assert(process.waitFor(seconds, TimeUnit.SECONDS), s"did not exit within $seconds s; output:\n$output")
+      process.exitValue
+
+  private val children = scala.collection.mutable.ListBuffer.empty[Child]
+  private def child(args: String*): Child = { val c = Child(args*); children += c; c }
+  override def afterAll(): Unit = children.foreach(_.process.destroyForcibly())
+
+  /** Devices that backed off during the cold start (a new JVM's first seconds refuse calls as
+    * overloaded) retry within 3 s, so the test's deadlines hold.
+    */
+  private lazy val quickBackoff: String =
+    val file = Files.createTempFile("fleetsim-cluster", ".conf")
+    Files.writeString(file, "fleetsim.device.backoff.max = 3s\n")
+    file.toString
+
+  private def freePort(): Int = { val s = ServerSocket(0); try s.getLocalPort finally s.close() }
+
+  /** Three nodes joined through the first. */
+  private def cluster(): (Int, Seq[Child]) =
+    val ports = Seq.fill(3)(freePort())
+    val nodes = ports.map(p => child("node", "--cluster-port", p.toString, "--seed-nodes", s"127.0.0.1:${ports.head}"))
+    nodes.foreach(_.awaitLine("fleetsim: node"))
+    (ports.head, nodes)
+
+  "a fleet over three nodes" should {
+    "spread its devices over the nodes, bring every one to Reporting, and sum up to what the controller received" in {
+      val (seed, _) = cluster()
+      val (run, results) = fleetOver(seed, "20s", "--dashboard-port", "0")
+      val metricsUrl = run.awaitLine("(Prometheus: ").split("Prometheus: ")(1).stripSuffix(")")
+      awaitReporting(results, 3000, within = 60)
+      // One /metrics for the fleet, by node: each node's 1,000 devices Reporting.
+      val reportingByNode = Scrape.from(metricsUrl).series.collect {
+        case (series, value) if series.startsWith("fleetsim_devices{") && series.contains("state=\"Reporting\"") => series -> value
+      }
+      assert(reportingByNode.size == 3 && reportingByNode.values.forall(_ == 1000.0), reportingByNode)
+      assert(run.exit(120) == 0, run.output)
+      val summary = Summary.read(results.resolve(Summary.FileName))
+      assert(summary.devices.byState("Reporting") == 3000, run.output)
+      val nodes = summary.cluster.get.nodes
+      assert(nodes.size == 3 && nodes.values.forall(_ == 1000), nodes)
+      val received = summary.controller.get.received
+      for (kind, m) <- summary.messages do
+        assert(m.sent > 0 && m.ok == received(kind), s"$kind: ${m.ok} delivered, ${received(kind)} received")
+    }
+
+    "re-home a killed node's devices on the others within 30 s, and finish with the loss in the summary" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed, "50s")
+      awaitReporting(results, 3000, within = 60)
+      nodes.last.process.destroyForcibly() // kill -9: no goodbye to the cluster
+      val killed = System.nanoTime()
+      // The others notice, the split brain resolver downs it, and its block starts again elsewhere.
+      awaitFewer(results, 3000, within = 20)
+      awaitReporting(results, 3000, within = 30)
+      val rehomedS = (System.nanoTime() - killed) / 1e9
+      assert(rehomedS <= 30, s"Reporting again after $rehomedS s")
+      info(f"all 3,000 Reporting again $rehomedS%.1f s after the kill")
+      assert(run.exit(120) == 0, run.output)
+      val summary = Summary.read(results.resolve(Summary.FileName))
+      assert(summary.devices.byState("Reporting") == 3000, run.output)
+      val spread = summary.cluster.get
+      assert(spread.lost.size == 1 && spread.nodes.size == 2 && spread.nodes.values.sum == 3000, spread)
+    }
+  }
+
+  "a node stopped with SIGTERM" should {
+    "hand its devices over to the others before it leaves" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed, "40s")
+      awaitReporting(results, 3000, within = 60)
+      nodes.last.process.destroy() // SIGTERM
+      nodes.last.exit(30)
+      awaitReporting(results, 3000, within = 20)
+      assert(run.exit(120) == 0, run.output)
+      val spread = Summary.read(results.resolve(Summary.FileName)).cluster.get
+      assert(spread.nodes.size == 2 && spread.nodes.values.sum == 3000, spread)
+    }
+  }
+
+  "a node whose share cannot fit" should {
+    "refuse the run before it starts, in one line with the numbers" in {
+      val port = freePort()
+      child("node", "--cluster-port", port.toString).awaitLine("fleetsim: node")
+      val run = child("run", "--cluster", s"127.0.0.1:$port", "--devices", "1000000", "--dashboard", "off")
+      assert(run.exit(60) == 1, run.output)
+      val refusal = run.output.linesIterator.find(_.startsWith("fleetsim: node ")).getOrElse(fail(run.output))
+      assert(refusal.contains("refused the run") && refusal.contains("heap") && refusal.contains("1000000"), refusal)
+      assert(!run.output.contains("\tat "), run.output)
+    }
+  }
+
+  /** `run --cluster` of 3,000 devices over the three nodes for `duration`, and its results folder. */
+  private def fleetOver(seed: Int, duration: String, more: String*): (Child, Path) =
+    val results = Files.createTempDirectory("fleetsim-cluster")
+    val run = child(Seq("run", "--config", quickBackoff, "--cluster", s"127.0.0.1:$seed", "--cluster-nodes", "3", "--devices", "3000",
+      "--ramp-rate", "600", "--duration", duration, "--heartbeat-interval", "2s", "--stats-interval", "3s", "--results", results.toString) ++
+      (if more.isEmpty then Seq("--dashboard", "off") else more)*)
+    (run, results)
+
+  /** The run's latest sample, from its time-series file. */
+  private def reporting(results: Path): Long =
+    val file = results.resolve("timeseries.jsonl")
+    if !Files.exists(file) then 0
+    else Files.readAllLines(file).asScala.filter(_.nonEmpty).lastOption.fold(0L) { line =>
+      com.github.plokhotnyuk.jsoniter_scala.core.readFromString[fleetsim.metrics.Sample](line).devices.getOrElse("Reporting", 0L)
+    }
+
+  private def awaitReporting(results: Path, devices: Long, within: Int): Unit =
+    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) == devices))
+
+  private def awaitFewer(results: Path, devices: Long, within: Int): Unit =
+    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) < devices, "the lost node's devices were still counted"))
