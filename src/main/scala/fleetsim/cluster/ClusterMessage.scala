@@ -14,8 +14,9 @@ trait ClusterMessage
   * @param profileText the device profile file's text, when the run names a file: nodes elsewhere lack it
   * @param startAtMs when device 0 is due (epoch ms); block b is due b × 1,000 / ramp-rate s later
   * @param nodes the device nodes the run was planned for: each leaves room for its share of one lost
+  * @param runner the run's own member (its address): when it is gone from the cluster, so is the run
   */
-final case class RunPlan(id: String, config: String, profileText: Option[String], startAtMs: Long, devices: Int, nodes: Int)
+final case class RunPlan(id: String, config: String, profileText: Option[String], startAtMs: Long, devices: Int, nodes: Int, runner: String)
 
 /** A node's answer to a run's plan: None ready, Some(why) it cannot take its share. */
 final case class Prepared(node: String, problem: Option[String]) extends ClusterMessage

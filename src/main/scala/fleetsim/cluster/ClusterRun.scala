@@ -12,6 +12,7 @@ import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
 import org.apache.pekko.actor.typed.{ActorRef, ActorSystem}
 import org.apache.pekko.cluster.sharding.ShardRegion
+import org.apache.pekko.cluster.typed.Cluster
 import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope
 import org.apache.pekko.cluster.sharding.typed.scaladsl.{ClusterSharding, Entity}
 import org.apache.pekko.pattern.after
@@ -36,7 +37,7 @@ object ClusterRun:
       for
         agents <- nodesUp(nodes, join, Deadline.now + 60.seconds)
         plan = RunPlan(java.util.UUID.randomUUID.toString.take(8), planConfig(config, settings, url.toString), profileText(config),
-          System.currentTimeMillis + 1000, settings.fleet.devices, agents.size)
+          System.currentTimeMillis + 1000, settings.fleet.devices, agents.size, Cluster(system).selfMember.address.toString)
         devices = ClusterDevices(plan, settings, registry)
         _ <- devices.prepare(agents)
         region = ClusterSharding(system).init(Entity(DeviceBlock.typeKey(plan.id))(_ => Behaviors.empty).withRole(NodeAgent.Role))

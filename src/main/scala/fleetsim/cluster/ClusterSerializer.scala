@@ -38,7 +38,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     o match
       case NodeAgent.Prepare(plan, replyTo) =>
         out.writeUTF(plan.id); writeText(out, plan.config); out.writeBoolean(plan.profileText.isDefined); plan.profileText.foreach(writeText(out, _))
-        out.writeLong(plan.startAtMs); out.writeInt(plan.devices); out.writeInt(plan.nodes); ref(out, replyTo)
+        out.writeLong(plan.startAtMs); out.writeInt(plan.devices); out.writeInt(plan.nodes); out.writeUTF(plan.runner); ref(out, replyTo)
       case Prepared(node, problem) => out.writeUTF(node); out.writeBoolean(problem.isDefined); problem.foreach(writeText(out, _))
       case NodeAgent.Collect(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeFigures(node, snapshot) => out.writeUTF(node); writeSnapshot(out, snapshot)
@@ -55,7 +55,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     manifest match
       case "prepare" =>
         val id = in.readUTF(); val config = readText(in); val profile = Option.when(in.readBoolean())(readText(in))
-        NodeAgent.Prepare(RunPlan(id, config, profile, in.readLong(), in.readInt(), in.readInt()), ref(in))
+        NodeAgent.Prepare(RunPlan(id, config, profile, in.readLong(), in.readInt(), in.readInt(), in.readUTF()), ref(in))
       case "prepared" => Prepared(in.readUTF(), Option.when(in.readBoolean())(readText(in)))
       case "collect" => NodeAgent.Collect(in.readUTF(), ref(in))
       case "figures" => NodeFigures(in.readUTF(), readSnapshot(in))

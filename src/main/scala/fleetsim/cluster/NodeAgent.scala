@@ -9,9 +9,10 @@ import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.receptionist.{Receptionist, ServiceKey}
 import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
-import org.apache.pekko.actor.typed.{ActorRef, Behavior}
+import org.apache.pekko.actor.typed.{ActorRef, Behavior, DispatcherSelector}
 import org.apache.pekko.cluster.sharding.typed.scaladsl.{ClusterSharding, Entity}
-import org.apache.pekko.cluster.typed.Cluster
+import org.apache.pekko.cluster.ClusterEvent
+import org.apache.pekko.cluster.typed.{Cluster, Subscribe}
 import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.pekko.util.Timeout
 
@@ -38,6 +39,7 @@ object NodeAgent:
   final case class Finish(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
+  private final case class MemberGone(address: String) extends Command
 
   def apply(): Behavior[Command] = Behaviors.setup { context =>
     given system: org.apache.pekko.actor.typed.ActorSystem[?] = context.system
@@ -45,6 +47,10 @@ object NodeAgent:
     given Timeout = Timeout(30.seconds)
     val node = Cluster(context.system).selfMember.address.toString
     context.system.receptionist ! Receptionist.Register(Key, context.self)
+    Cluster(context.system).subscriptions ! Subscribe(context.messageAdapter[ClusterEvent.MemberRemoved](e => MemberGone(e.member.address.toString)),
+      classOf[ClusterEvent.MemberRemoved])
+    val console = context.system.dispatchers.lookup(DispatcherSelector.blocking())
+    def say(line: String): Unit = Future(println(s"fleetsim: $line"))(using console)
     var runs = Map.empty[String, NodeRun]
     var blocks = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]]
     var waiting = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]] // up before their plan came
@@ -61,6 +67,7 @@ object NodeAgent:
               waiting.getOrElse(plan.id, Set.empty).foreach(_ ! DeviceBlock.Ready(run))
               waiting -= plan.id
               replyTo ! Prepared(node, None)
+              say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport} devices from ${plan.runner}: taking up to ${shareOf(plan)} here")
         else replyTo ! Prepared(node, None)
         Behaviors.same
       case BlockUp(run, block) =>
@@ -78,6 +85,12 @@ object NodeAgent:
       case Quiesce(run, replyTo) =>
         val asked = blocks.getOrElse(run, Set.empty).toSeq.map(_.ask[Done](DeviceBlock.Quiesce(_)).recover { case _ => Done })
         Future.sequence(asked).foreach(_ => replyTo ! NodeDone(node))
+        Behaviors.same
+      case MemberGone(address) =>
+        // A run whose runner is gone (killed, its machine lost) would never be told to finish.
+        for r <- runs.values if r.plan.runner == address do
+          say(s"run ${r.plan.id} ended: its runner $address left the cluster; stopping its devices here")
+          context.self ! Finish(r.plan.id, context.system.ignoreRef)
         Behaviors.same
       case Finish(run, replyTo) =>
         val asked = blocks.getOrElse(run, Set.empty).toSeq.map(_.ask[Done](DeviceBlock.Finish(_)).recover { case _ => Done })

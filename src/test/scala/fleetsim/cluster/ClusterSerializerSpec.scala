@@ -47,7 +47,7 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
 
   test("a plan with a long profile and its reply address") {
     val probe = testKit.createTestProbe[Prepared]()
-    val plan = RunPlan("r1", "{\"fleet\":{\"devices\":3000}}", Some("x" * 100_000), 1234L, 3000, 3)
+    val plan = RunPlan("r1", "{\"fleet\":{\"devices\":3000}}", Some("x" * 100_000), 1234L, 3000, 3, "pekko://fleetsim@127.0.0.1:40000")
     val back = roundTrip(NodeAgent.Prepare(plan, probe.ref))
     assert(back.plan == plan)
     back.replyTo ! Prepared("n", Some("no room"))

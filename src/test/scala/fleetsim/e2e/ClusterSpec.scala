@@ -120,6 +120,16 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
     }
   }
 
+  "the nodes of a run whose runner is killed" should {
+    "stop its devices once the cluster has downed the runner" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed, "10m")
+      awaitReporting(results, 3000, within = 60)
+      run.process.destroyForcibly()
+      nodes.foreach(_.awaitLine("left the cluster; stopping its devices here", seconds = 60))
+    }
+  }
+
   "a node whose share cannot fit" should {
     "refuse the run before it starts, in one line with the numbers" in {
       val port = freePort()
