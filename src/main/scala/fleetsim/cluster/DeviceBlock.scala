@@ -32,6 +32,7 @@ object DeviceBlock:
   def apply(run: String, block: Int, shard: ActorRef[ClusterSharding.ShardCommand], node: ActorRef[NodeAgent.Command]): Behavior[Command] =
     Behaviors.setup { context =>
       node ! NodeAgent.BlockUp(run, context.self)
+      val first = block * Fleet.GroupSize
       Behaviors.withTimers { timers =>
         var parts = Option.empty[NodeRun]
         var devices = Option.empty[ActorRef[Fleet.Command]]
@@ -39,14 +40,12 @@ object DeviceBlock:
         Behaviors.receiveMessage[Command] {
           case Ready(r) =>
             parts = Some(r)
-            val first = block.toLong * Fleet.GroupSize
             // Due as in a one-process run; a block re-homed after its time starts at once.
-            val due = r.plan.startAtMs + (first * 1000 / r.settings.fleet.rampRate).toLong - System.currentTimeMillis()
+            val due = r.plan.startAtMs + (first * 1000L / r.settings.fleet.rampRate).toLong - System.currentTimeMillis()
             if !quiet then timers.startSingleTimer(Begin, due.max(0).millis)
             Behaviors.same
           case Begin =>
             for r <- parts if devices.isEmpty && !quiet do
-              val first = block * Fleet.GroupSize
               val count = (r.plan.devices - first).min(Fleet.GroupSize)
               devices = Some(context.spawn(Fleet(r.settings.fleet.copy(devices = count), i => r.parts.device(first + i)), "devices"))
             Behaviors.same

@@ -40,6 +40,7 @@ object NodeAgent:
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   private final case class MemberGone(address: String) extends Command
+  private final case class PlanRead(plan: RunPlan, run: Either[String, NodeRun]) extends Command
 
   def apply(): Behavior[Command] = Behaviors.setup { context =>
     given system: org.apache.pekko.actor.typed.ActorSystem[?] = context.system
@@ -54,21 +55,30 @@ object NodeAgent:
     var runs = Map.empty[String, NodeRun]
     var blocks = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]]
     var waiting = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]] // up before their plan came
+    var reading = Map.empty[String, List[ActorRef[Prepared]]] // plans being read, and who waits for the answer
 
     Behaviors.receiveMessage {
       case Prepare(plan, replyTo) =>
-        if !runs.contains(plan.id) then
-          prepare(plan) match
-            case Left(problem) => replyTo ! Prepared(node, Some(problem))
-            case Right(run) =>
-              runs += plan.id -> run
-              ClusterSharding(context.system).init(Entity(DeviceBlock.typeKey(plan.id))(entity =>
-                DeviceBlock(plan.id, entity.entityId.toInt, entity.shard, context.self)).withRole(Role).withStopMessage(DeviceBlock.Stop))
-              waiting.getOrElse(plan.id, Set.empty).foreach(_ ! DeviceBlock.Ready(run))
-              waiting -= plan.id
-              replyTo ! Prepared(node, None)
-              say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport} devices from ${plan.runner}: taking up to ${shareOf(plan)} here")
-        else replyTo ! Prepared(node, None)
+        if runs.contains(plan.id) then replyTo ! Prepared(node, None)
+        else if reading.contains(plan.id) then reading += plan.id -> (replyTo :: reading(plan.id))
+        else
+          // Reading files, generating keys and probing the controller's TLS block: not on this thread.
+          reading += plan.id -> List(replyTo)
+          context.pipeToSelf(Future(prepare(plan))(using console))(read => PlanRead(plan, read.fold(e => Left(e.toString), identity)))
+        Behaviors.same
+      case PlanRead(plan, read) =>
+        val replyTo = reading.getOrElse(plan.id, Nil)
+        reading -= plan.id
+        read match
+          case Left(problem) => replyTo.foreach(_ ! Prepared(node, Some(problem)))
+          case Right(run) =>
+            runs += plan.id -> run
+            ClusterSharding(context.system).init(Entity(DeviceBlock.typeKey(plan.id))(entity =>
+              DeviceBlock(plan.id, entity.entityId.toInt, entity.shard, context.self)).withRole(Role).withStopMessage(DeviceBlock.Stop))
+            waiting.getOrElse(plan.id, Set.empty).foreach(_ ! DeviceBlock.Ready(run))
+            waiting -= plan.id
+            replyTo.foreach(_ ! Prepared(node, None))
+            say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport} devices from ${plan.runner}: taking up to ${shareOf(plan)} here")
         Behaviors.same
       case BlockUp(run, block) =>
         blocks += run -> (blocks.getOrElse(run, Set.empty) + block)
