@@ -32,7 +32,7 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
 
   test("two fleets' snapshots merge into the snapshot of one fleet that saw all their traffic") {
     val (a, b, all) = (FleetMetrics(kinds), FleetMetrics(kinds), FleetMetrics(kinds))
-    traffic(a, all)(devices = 30, ms = Seq.fill(990)(2) ++ Seq.fill(10)(400), failures = 3)
+    traffic(a, all)(devices = 30, ms = Seq.fill(980)(2) ++ Seq.fill(20)(400), failures = 3)
     traffic(b, all)(devices = 70, ms = Seq.fill(1000)(5), failures = 0)
     val merged = a.snapshot() + b.snapshot()
     val one = all.snapshot()
@@ -44,7 +44,7 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
     merged.byKind("stats").failures(FailureReason.TimedOut) shouldBe 3
     merged.byKind.map((k, v) => k -> (v.sent, v.ok, v.failed, v.inFlight)) shouldBe one.byKind.map((k, v) => k -> (v.sent, v.ok, v.failed, v.inFlight))
     merged.tunnels.opened shouldBe 2
-    // 10 of the 2,000 replies took 400 ms: the fleet's p99 is 5 ms; averaging the two p99s would say ~200.
+    // 20 of the 2,000 replies took 400 ms: the fleet's p99 is 5 ms; averaging the fleets' p99s (400 and 5) would say 202.
     merged.byKind("heartbeat").overall.latency shouldBe one.byKind("heartbeat").overall.latency
     merged.byKind("heartbeat").recent.latency.p99 shouldBe 5.0 +- 0.01
     merged.byKind("heartbeat").recent.latency.max shouldBe 400.0 +- 0.5
