@@ -88,27 +88,25 @@ object ClusterRun:
   */
 final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: MeterRegistry)(using system: ActorSystem[?]) extends FleetDevices:
   private given ExecutionContext = system.executionContext
-  private val prepared = ConcurrentHashMap.newKeySet[ActorRef[NodeAgent.Command]]()
+  private val asked = ConcurrentHashMap.newKeySet[ActorRef[NodeAgent.Command]]() // answered the plan, either way
   private val zero = FleetMetrics(settings.profile.kinds).snapshot()
   /** Each node's last figures, by its address; a node gone from the cluster keeps what it counted. */
   @volatile private var byNode: Map[String, MetricsSnapshot] = Map.empty
   /** Nodes that left or died during the run. */
-  @volatile var lost: Set[String] = Set.empty
+  @volatile private var lost: Set[String] = Set.empty
   private val meters = NodeMeters(registry, settings.profile.kinds, () => byNode)
 
   def sessions: Boolean = settings.transport != "http"
   override def cluster: Option[ClusterSummary] =
     Some(ClusterSummary(ListMap.from(byNode.toSeq.filter((node, _) => !lost(node)).sortBy(_._1).map((node, s) => node -> s.devices)), lost.toList.sorted))
 
-  /** Hands `agents` the plan; fails with the first node's refusal. */
+  /** Hands `agents` the plan, once each; fails with the first node's refusal. */
   def prepare(agents: Set[ActorRef[NodeAgent.Command]]): Future[Done] =
     given Timeout = Timeout(60.seconds)
-    Future.sequence((agents -- prepared.asScala).toSeq.map(a => a.ask[Prepared](NodeAgent.Prepare(plan, _)).map(a -> _))).flatMap { answers =>
+    Future.sequence((agents -- asked.asScala).toSeq.map(a => a.ask[Prepared](NodeAgent.Prepare(plan, _)).map(a -> _))).flatMap { answers =>
+      answers.foreach((a, _) => asked.add(a)) // a late node that refused is not asked again every second
       answers.collectFirst { case (_, Prepared(node, Some(problem))) => Future.failed(CannotRun(s"node $node refused the run: $problem")) }
-        .getOrElse {
-          answers.foreach((a, _) => prepared.add(a))
-          Future.successful(Done)
-        }
+        .getOrElse(Future.successful(Done))
     }
 
   def snapshot(): Future[MetricsSnapshot] =
