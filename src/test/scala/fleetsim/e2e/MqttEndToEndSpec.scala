@@ -91,6 +91,8 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
         val each = post(s"${controller.url}/admin/config/push?to=each")
         assert(each.contains(s"\"messages\":$Devices"), each)
         eventually(assert(controller.counts.received("applied") == 2 * Devices))
+        // The controller reads each "applied" before its PUBACK reaches the device: wait for the devices to count it too.
+        eventually(assert(run.metrics.snapshot().pushes.acknowledged == 2 * Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val pushes = summary.pushes.get
         assert(pushes.received >= 2 * Devices && pushes.acknowledged == 2 * Devices)
