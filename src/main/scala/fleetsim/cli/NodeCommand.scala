@@ -3,6 +3,8 @@ package fleetsim.cli
 import fleetsim.cluster.{ClusterConfig, NodeAgent}
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.cluster.typed.Cluster
+import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap
+import org.apache.pekko.management.scaladsl.PekkoManagement
 
 import java.io.PrintStream
 import scala.concurrent.Await
@@ -12,7 +14,7 @@ import scala.concurrent.duration.*
   * until Ctrl-C or SIGTERM (when it hands its blocks over to the other nodes, then leaves).
   */
 object NodeCommand:
-  val Flags: Seq[Flag] = Seq(Flag.ClusterPort, Flag.ClusterHost, Flag.SeedNodes)
+  val Flags: Seq[Flag] = Seq(Flag.ClusterPort, Flag.ClusterHost, Flag.SeedNodes, Flag.Discovery, Flag.ManagementPort)
 
   def apply(args: List[String], out: PrintStream): Int =
     Options.parse("node", Flags, args) match
@@ -22,12 +24,28 @@ object NodeCommand:
         val port = config.getInt("fleetsim.cluster.port")
         val system = startMember(Flag.ClusterPort, port)(ActorSystem(NodeAgent(), ClusterConfig.SystemName, clusterConfig))
         val self = Cluster(system).selfMember.address
+        val address = s"${self.host.getOrElse("")}:${self.port.getOrElse(0)}"
         val seeds = clusterConfig.getStringList("pekko.cluster.seed-nodes")
-        out.println(s"fleetsim: node ${self.host.getOrElse("")}:${self.port.getOrElse(0)} joining ${seeds.toString.stripPrefix("[").stripSuffix("]")}; " +
-          s"runs reach it with ./fleetsim run --cluster ${self.host.getOrElse("")}:${self.port.getOrElse(0)}. Ctrl-C hands its devices over and leaves.")
+        val joining =
+          if !seeds.isEmpty then s"joining ${seeds.toString.stripPrefix("[").stripSuffix("]")}"
+          else bootstrap(system, clusterConfig)
+        out.println(s"fleetsim: node $address $joining; runs reach it with ./fleetsim run --cluster $address. Ctrl-C hands its devices over and leaves.")
         out.flush()
         Await.result(system.whenTerminated, Duration.Inf)
         0
+
+  /** Pekko Management on --management-port, and Cluster Bootstrap finding the other nodes through it. */
+  private def bootstrap(system: ActorSystem[?], config: com.typesafe.config.Config): String =
+    val port = config.getInt("pekko.management.http.port")
+    val management =
+      try Await.result(PekkoManagement(system).start(), 30.seconds)
+      catch
+        case e: Exception =>
+          system.terminate()
+          throw CannotRun(s"Pekko Management cannot listen on port $port (${e.getMessage}): choose another with --${Flag.ManagementPort.name}")
+    ClusterBootstrap(system).start()
+    val service = config.getString("pekko.management.cluster.bootstrap.contact-point-discovery.service-name")
+    s"finding the other nodes of $service by ${config.getString("pekko.discovery.method")} discovery (management on $management)"
 
 /** Starts a cluster member; a taken port becomes a one-line error naming the flag that moves it. */
 private[cli] def startMember[A](flag: Flag, port: Int)(start: => A): A =

@@ -73,6 +73,9 @@ object Flag:
   val ClusterPort = Flag("cluster-port", "fleetsim.cluster.port", ValueKind.Port, "port this node listens on for the cluster")
   val ClusterHost = Flag("cluster-host", "fleetsim.cluster.host", ValueKind.Text, "address the other cluster members reach this one at (and it binds)")
   val SeedNodes = Flag("seed-nodes", "fleetsim.cluster.seed-nodes", ValueKind.HostPorts, "cluster members to join through, HOST:PORT,HOST:PORT (default: this node starts a cluster)")
+  val Discovery = Flag("discovery", "fleetsim.cluster.discovery", ValueKind.Choice(fleetsim.cluster.ClusterConfig.DiscoveryMethods*),
+    "instead of --seed-nodes: find the other nodes by Pekko Cluster Bootstrap with this discovery method")
+  val ManagementPort = Flag("management-port", "fleetsim.cluster.management-port", ValueKind.Port, "with --discovery: port of this node's Pekko Management")
   val Cluster = Flag("cluster", "fleetsim.cluster.join", ValueKind.HostPort, "run the fleet on the cluster a fleetsim node at HOST:PORT belongs to")
   val ClusterNodes = Flag("cluster-nodes", "fleetsim.cluster.nodes", ValueKind.Count, "with --cluster: wait for this many nodes before the ramp")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")

@@ -11,12 +11,31 @@ import scala.jdk.CollectionConverters.*
 object ClusterConfig:
   val SystemName = "fleetsim"
 
-  /** A `fleetsim node`: devices, at --cluster-host:--cluster-port, joining --seed-nodes (itself if none). */
+  /** Pekko Discovery methods a node can find the others with (--discovery). */
+  val DiscoveryMethods: Seq[String] = Seq("kubernetes-api", "pekko-dns", "config")
+
+  /** A `fleetsim node`: devices, at --cluster-host:--cluster-port, joining --seed-nodes (itself if
+    * none), or found by Cluster Bootstrap through --discovery, with Pekko Management on the same host.
+    */
   def node(config: Config): Config =
     val port = config.getInt("fleetsim.cluster.port")
     val host = config.getString("fleetsim.cluster.host")
     val seeds = seedNodes(config.getString("fleetsim.cluster.seed-nodes"), "--seed-nodes")
-    member(config, host, port, NodeAgent.Role, if seeds.isEmpty then Seq(host -> port) else seeds)
+    val discovery = config.getString("fleetsim.cluster.discovery")
+    if discovery.isEmpty then member(config, host, port, NodeAgent.Role, if seeds.isEmpty then Seq(host -> port) else seeds)
+    else
+      require(DiscoveryMethods.contains(discovery), s"--discovery must be one of ${DiscoveryMethods.mkString(", ")} (got '$discovery')")
+      require(seeds.isEmpty, "--seed-nodes and --discovery both say how to find the other nodes: give one")
+      val bootstrap = ConfigFactory.empty
+        .withValue("pekko.discovery.method", ConfigValueFactory.fromAnyRef(discovery))
+        .withValue("pekko.management.http.hostname", ConfigValueFactory.fromAnyRef(host))
+        .withValue("pekko.management.http.port", ConfigValueFactory.fromAnyRef(config.getInt("fleetsim.cluster.management-port")))
+      val joined = member(bootstrap.withFallback(config), host, port, NodeAgent.Role, Nil)
+      if discovery == "config" then
+        val service = joined.getString("pekko.management.cluster.bootstrap.contact-point-discovery.service-name")
+        require(joined.hasPath(s"pekko.discovery.config.services.\"$service\".endpoints"),
+          s"--discovery config needs the nodes' management addresses in a --config file: pekko.discovery.config.services.$service.endpoints = [{ host = \"127.0.0.1\", port = 7626 }, ...]")
+      joined
 
   /** `run --cluster HOST:PORT`: the run's own member, on a free port, with no devices. */
   def runner(config: Config): Config =

@@ -172,6 +172,16 @@ class CliSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "fleetsim node" should {
+    "refuse a way of finding the other nodes it cannot use, with exit 2 and one line" in {
+      assertUsageError(fleetsim("node", "--discovery", "zookeeper"), "--discovery: 'zookeeper' is not one of kubernetes-api, pekko-dns, config")
+      assertUsageError(fleetsim("node", "--discovery", "config", "--seed-nodes", "127.0.0.1:25520"),
+        "--seed-nodes and --discovery both say how to find the other nodes: give one")
+      assertUsageError(fleetsim("node", "--discovery", "config"),
+        "--discovery config needs the nodes' management addresses in a --config file: pekko.discovery.config.services.fleetsim-nodes.endpoints")
+    }
+  }
+
   "fleetsim controller" should {
     "serve protocol v1 on its own, and a fleet pointed at it with --controller reports to it" in {
       val controller = start("controller", "--port", "0", "--heartbeat-interval", "1s", "--state-dir", tempDir().toString)

@@ -106,6 +106,28 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
     }
   }
 
+  "nodes started with --discovery" should {
+    "find each other by Cluster Bootstrap, without seed nodes, and carry a run together" in {
+      val (ports, management) = (Seq.fill(3)(freePort()), Seq.fill(3)(freePort()))
+      val endpoints = management.map(p => s"""{ host = "127.0.0.1", port = $p }""").mkString(", ")
+      val discovery = Files.writeString(Files.createTempFile("fleetsim-discovery", ".conf"),
+        s"pekko.discovery.config.services.fleetsim-nodes.endpoints = [$endpoints]\n").toString
+      val nodes = ports.zip(management).map((p, m) =>
+        child("node", "--cluster-port", p.toString, "--discovery", "config", "--management-port", m.toString, "--config", discovery))
+      nodes.foreach(_.awaitLine("finding the other nodes of fleetsim-nodes by config discovery"))
+      val (run, results) = fleetOver(ports.last, "15s")
+      awaitReporting(results, 3000, within = 90)
+      assert(run.exit(120) == 0, run.output)
+      val spread = Summary.read(results.resolve(Summary.FileName)).cluster.get
+      assert(spread.nodes.size == 3 && spread.nodes.values.forall(_ == 1000), spread)
+      // Kubernetes' probes: Pekko Management's health checks on each node.
+      val ready = java.net.http.HttpClient.newHttpClient().send(
+        java.net.http.HttpRequest.newBuilder(java.net.URI(s"http://127.0.0.1:${management.head}/ready")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString())
+      assert(ready.statusCode == 200, ready.body)
+    }
+  }
+
   "a node stopped with SIGTERM" should {
     "hand its devices over to the others before it leaves" in {
       val (seed, nodes) = cluster()
