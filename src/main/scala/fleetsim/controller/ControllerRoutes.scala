@@ -86,6 +86,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
             Protocol.parse[Heartbeat](body).foreach { beat =>
               device.configSeq = beat.configSeq
               device.state = beat.state
+              registry.sawUptime(device, beat.uptimeS)
             }
             device.lastSeenMillis = System.currentTimeMillis()
             registry.seenFrom(device, address)

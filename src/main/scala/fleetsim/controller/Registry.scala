@@ -27,6 +27,8 @@ final class DeviceRecord(val serial: String, model0: String, firmware0: String):
   @volatile var address: String = ""
   /** Joins so far; written under the registry's lock for this device. */
   @volatile var joins: Int = 0
+  /** When the device that joined booted, in epoch seconds, by its first heartbeat's uptime (0: not yet). */
+  @volatile var bootedAtS: Long = 0
 
   def state: String = reportedState
   def state_=(s: String): Unit = reportedState = s.intern()
@@ -46,6 +48,7 @@ final class Registry:
   private val forwardsRefused = LongAdder()
   private val addressChanges = LongAdder()
   private val connections = LongAdder()
+  private val duplicates = LongAdder()
   private val clientSubjects = ConcurrentHashMap.newKeySet[String]()
 
   def configSeq: Long = seq.get
@@ -63,6 +66,7 @@ final class Registry:
       seenFrom(record, address)
       record.sshKey = sshKey
       record.joins += 1
+      record.bootedAtS = 0 // a new session: its first heartbeat tells when this device booted
       record.lastSeenMillis = System.currentTimeMillis()
       record)
 
@@ -86,6 +90,16 @@ final class Registry:
       if device.address.nonEmpty then addressChanges.increment()
       device.address = address.intern()
 
+  /** A heartbeat's uptime: when it puts the device's boot more than [[Registry.BootSlackS]] from the
+    * boot of the device that joined, a second device is calling with the same MAC (one block of
+    * devices running on two cluster nodes, say).
+    */
+  def sawUptime(device: DeviceRecord, uptimeS: Long): Unit =
+    val bootedAtS = System.currentTimeMillis() / 1000 - uptimeS
+    val known = device.bootedAtS
+    if known == 0 then device.bootedAtS = bootedAtS
+    else if math.abs(bootedAtS - known) > Registry.BootSlackS then duplicates.increment()
+
   def countConnection(): Unit = connections.increment()
   /** A TLS client's certificate subject, seen on one of its calls. */
   def sawClient(subject: String): Unit = clientSubjects.add(subject)
@@ -96,7 +110,13 @@ final class Registry:
 
   def counts: ControllerCounts =
     ControllerCounts(registered, forbiddenCount, configSeq, received.sums, tunnelled.sums, refused.sums, injectedErrors.sums,
-      forwardsRefused.sum, addressChanges.sum, connections.sum, clientSubjects.size)
+      forwardsRefused.sum, addressChanges.sum, connections.sum, clientSubjects.size, duplicates = duplicates.sum)
+
+object Registry:
+  /** How far apart two heartbeats of one device may place its boot: whole seconds of uptime, time in
+    * flight and queues. Two devices sharing a MAC that booted closer than this go unseen.
+    */
+  val BootSlackS = 10
 
 /** Counts by name; protocol v1's kinds always listed, in their order, so a zero shows. */
 private final class Tally:
@@ -110,7 +130,8 @@ private final class Tally:
 /** The controller's tallies by message kind: `received` counts calls answered 200, `tunnelled` the
   * part of those that came through an SSH tunnel. `addressChanges` counts protocol v1 calls that came
   * from another address than the same device's call before; `connections` the HTTP(S) connections
-  * accepted; `clientSubjects` the distinct client-certificate subjects seen (--client-certs-required).
+  * accepted; `clientSubjects` the distinct client-certificate subjects seen (--client-certs-required);
+  * `duplicates` the protocol v1 heartbeats that came from a second device with the same MAC.
   */
 final case class ControllerCounts(
     registered: Int,
@@ -124,7 +145,8 @@ final case class ControllerCounts(
     addressChanges: Long,
     connections: Long,
     clientSubjects: Int,
-    sshSessions: Int = 0)
+    sshSessions: Int = 0,
+    duplicates: Long = 0)
 
 /** Fault switches, flipped at run time through the admin API: added latency, injected 500s, and
   * 429s that ask the device to come back after `retryAfterS`.

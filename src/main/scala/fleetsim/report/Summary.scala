@@ -120,6 +120,7 @@ object Summary:
     }
     s.controller.foreach { c =>
       lines += "  controller received: " + c.received.map((k, v) => s"$k $v").mkString(", ") + s"; ${c.registered} registered"
+      if c.duplicates > 0 then lines += s"  controller saw ${c.duplicates} heartbeats from a second device with the same MAC"
     }
     s.cluster.foreach { c =>
       val lost = if c.lost.isEmpty then "" else s"; lost: ${c.lost.mkString(", ")}"

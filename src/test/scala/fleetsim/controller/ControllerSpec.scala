@@ -1,0 +1,42 @@
+package fleetsim.controller
+
+import com.typesafe.config.ConfigFactory
+import fleetsim.e2e.withSystem
+
+import java.net.URI
+import java.net.http.{HttpClient, HttpRequest, HttpResponse}
+import org.scalatest.wordspec.AnyWordSpec
+
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+
+/** The reference controller's own checks, over HTTP as devices call it. */
+class ControllerSpec extends AnyWordSpec:
+  "The reference controller" should {
+    "count heartbeats from a second device with the MAC of one already reporting, and not a device that rebooted and joined again" in {
+      val config = ConfigFactory.load()
+      withSystem(config) {
+        val controller = Await.result(Controller.start(ControllerSettings(config)), 10.seconds)
+        val http = HttpClient.newHttpClient()
+        def post(path: String, body: String): Int =
+          http.send(HttpRequest.newBuilder(URI(s"${controller.url}/api/v1/$path")).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+            HttpResponse.BodyHandlers.discarding()).statusCode
+        val mac = "02:00:00:00:00:2a"
+        def join() = assert(post("join", s"""{"mac":"$mac","serial":"FS42","model":"FS-AP-100","firmware":"1.0.0"}""") == 200)
+        def beat(seq: Int, uptimeS: Int) =
+          assert(post(s"devices/$mac/heartbeat", s"""{"seq":$seq,"uptimeS":$uptimeS,"state":"Reporting","configSeq":1}""") == 200)
+        join()
+        beat(1, 600)
+        beat(2, 601) // the same device, a second later
+        assert(controller.counts.duplicates == 0)
+        beat(1, 30) // another device with this MAC, booted about 10 minutes after the first
+        beat(3, 602)
+        assert(controller.counts.duplicates == 1) // the first device's clock is the one that joined
+        join() // a reboot: a new session, a new boot time
+        beat(1, 2)
+        beat(2, 3)
+        assert(controller.counts.duplicates == 1)
+        Await.result(controller.stop(), 10.seconds)
+      }
+    }
+  }
