@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Benchmark: a fleet over a cluster of `fleetsim node`s against one process (issue 15). HTTP devices
+# against the reference controller in its own process (heartbeat 20 s, stats 60 s). Each row is one
+# run: in one process, or over 1, 2 and 3 nodes (-Xmx2g each) joined through the first, by
+# `run --cluster`. For each: live heap per device of every fleet process (after a full GC, in steady
+# state), CPU per delivered message (user + system seconds of the fleet processes over a steady
+# window / messages delivered in it), the runner's CPU, and when all devices were Reporting. The
+# last row kills one of its nodes (kill -9) and times the re-homing. Appends a table to BENCHMARKS.md.
+#   bench/cluster.sh            rows: 1 process × D, 1 process × 3D, 1/2/3 nodes × 3D, 3 nodes × 9D (D = DEVICES, default 10000)
+# Settings: DEVICES; WINDOW (steady window in seconds, default 60); SETTLE (seconds after all Reporting, default 40).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+d="${DEVICES:-10000}"
+window="${WINDOW:-60}"
+settle="${SETTLE:-40}"
+hz=$(getconf CLK_TCK)
+
+(cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
+work="$(mktemp -d)"
+cp -r "$here/target/fleetsim.jar" "$here/target/lib" "$work/" # nodes run from a copy: a rebuild must not pull jars from under them
+results="$here/bench/results/cluster-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$results"
+jar="$work/fleetsim.jar"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+live_heap() { # bytes of live heap after a full GC
+  jcmd "$1" GC.run > /dev/null
+  jcmd "$1" GC.heap_info | awk '/garbage-first heap|total/ && /used/ {for (i=1;i<=NF;i++) if ($i=="used") {v=$(i+1); sub("K","",v); printf "%.0f\n", v*1024; exit}}'
+}
+reporting() { # the run's latest count of Reporting devices
+  tail -1 "$1/timeseries.jsonl" 2>/dev/null | python3 -c 'import json,sys; l=sys.stdin.read().strip(); print(json.loads(l)["devices"].get("Reporting",0) if l else 0)'
+}
+await_reporting() { # waits for $2 devices Reporting in run $1; prints the seconds it took from $3 (ms)
+  for _ in $(seq 1200); do [ "$(reporting "$1")" = "$2" ] && { echo $(( ($(date +%s%3N) - $3) / 1000 )); return; }; sleep 0.5; done
+  echo never
+}
+
+rows=()
+bench() { # label nodes devices [kill]
+  local label=$1 nodes=$2 n=$3 kill=${4:-}
+  local out="$results/$label"; mkdir -p "$out"
+  java -Xmx4g -jar "$jar" controller --port 0 --heartbeat-interval 20s --stats-interval 60s --state-dir "$out/controller" > "$out/controller.log" 2>&1 &
+  local controller=$!
+  for _ in $(seq 100); do grep -q "listening on" "$out/controller.log" && break; sleep 0.2; done
+  local url; url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/controller.log" | head -1)
+  local pids=() seed="" where=()
+  for i in $(seq "$nodes"); do
+    local port; port=$(free_port); [ -n "$seed" ] || seed=$port
+    java -Xmx2g -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$jar" node --cluster-port "$port" --seed-nodes "127.0.0.1:$seed" > "$out/node$i.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 300); do grep -q "fleetsim: node" "$out/node$i.log" && break; sleep 0.2; done
+  done
+  [ "$nodes" = 0 ] || where=(--cluster "127.0.0.1:$seed" --cluster-nodes "$nodes")
+  local heap=(); [ "$nodes" != 0 ] || heap=(-Xmx4g)
+  local started; started=$(date +%s%3N)
+  java "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$jar" run "${where[@]}" --controller "$url" --devices "$n" --ramp-rate 3000 \
+    --dashboard off --duration 0s --results "$out/run" > "$out/run.log" 2>&1 &
+  local runner=$!
+  [ "$nodes" != 0 ] || pids=($runner)
+  local full; full=$(await_reporting "$out/run" "$n" "$started")
+  sleep "$settle"
+  local t0 t1 c0=() c1=() r0 r1
+  t0=$(date +%s%3N); for p in "${pids[@]}"; do c0+=($(ticks "$p")); done; r0=$(ticks "$runner")
+  sleep "$window"
+  t1=$(date +%s%3N); for p in "${pids[@]}"; do c1+=($(ticks "$p")); done; r1=$(ticks "$runner")
+  local heaps=(); for p in "${pids[@]}"; do heaps+=($(live_heap "$p")); done
+  local rehomed="–"
+  if [ -n "$kill" ]; then
+    kill -9 "${pids[-1]}"; local killed; killed=$(date +%s%3N)
+    for _ in $(seq 120); do [ "$(reporting "$out/run")" -lt "$n" ] && break; sleep 0.5; done
+    rehomed="$(await_reporting "$out/run" "$n" "$killed") s"
+  fi
+  kill "$runner"; wait "$runner" || true # SIGTERM: the run finishes and writes its summary
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  kill "$controller"; wait "$controller" 2>/dev/null || true
+  rows+=("$(python3 - "$out/run" "$label" "$nodes" "$n" "$full" "$rehomed" "$hz" "$t0" "$t1" "${c0[*]}" "${c1[*]}" "$r0" "$r1" "${heaps[*]}" <<'PY'
+import json, sys
+d, label, nodes, n, full, rehomed, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], int(sys.argv[7])
+t0, t1 = int(sys.argv[8]), int(sys.argv[9])
+c0, c1 = [int(x) for x in sys.argv[10].split()], [int(x) for x in sys.argv[11].split()]
+runner = (int(sys.argv[13]) - int(sys.argv[12])) / hz
+heaps = [int(x) for x in sys.argv[14].split()]
+samples = [json.loads(l) for l in open(d + "/timeseries.jsonl") if l.strip()]
+delivered = sum(sum(r["ok"] for r in x["rates"].values()) * (x["elapsedS"] - p["elapsedS"])
+                for p, x in zip(samples, samples[1:]) if t0 < x["t"] <= t1)
+cpu = [(b - a) / hz for a, b in zip(c0, c1)]
+share = n / max(len(heaps), 1)
+per_device = " / ".join(f"{h / share:.0f}" for h in heaps)
+per_node = " / ".join(f"{c / max(delivered / len(cpu), 1) * 1e6:.1f}" for c in cpu)
+where = "one process" if nodes == 0 else f"{nodes} node{'s' if nodes > 1 else ''}"
+runner_us = "–" if nodes == 0 else f"{runner / max(delivered, 1) * 1e6:.1f}"
+print(f"| {label} | {where} | {n} | {share:.0f} | {per_device} | {sum(cpu) / max(delivered, 1) * 1e6:.1f} ({per_node}) | {runner_us} | "
+      f"{delivered / ((t1 - t0) / 1000):.0f} | {full} s | {rehomed} |")
+PY
+)")
+}
+
+bench "single-$d" 0 "$d"
+bench "single-$((3 * d))" 0 "$((3 * d))"
+bench "nodes1-$((3 * d))" 1 "$((3 * d))"
+bench "nodes2-$((3 * d))" 2 "$((3 * d))"
+bench "nodes3-$((3 * d))" 3 "$((3 * d))"
+bench "nodes3-$((9 * d))" 3 "$((9 * d))" kill
+
+{
+  echo
+  echo "### Cluster: one fleet over 1, 2 and 3 nodes against one process — $(date -u +%Y-%m-%d)"
+  echo
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1); every process on this one machine, on loopback."
+  echo "Controller: \`java -Xmx4g -jar target/fleetsim.jar controller --port 0 --heartbeat-interval 20s --stats-interval 60s\`. Nodes: \`java -Xmx2g -jar target/fleetsim.jar node --cluster-port P --seed-nodes 127.0.0.1:FIRST\`."
+  echo "Each row: \`java -jar target/fleetsim.jar run [--cluster 127.0.0.1:FIRST --cluster-nodes N] --controller URL --devices D --ramp-rate 3000 --duration 0s\` (\`DEVICES=$d WINDOW=$window SETTLE=$settle bench/cluster.sh\`)."
+  echo "Live heap after \`jcmd GC.run\` in steady state, per device of each fleet process (its share of the fleet); CPU: user + system seconds of the fleet processes over a ${window} s window, ${settle} s after all devices were Reporting, per message delivered in it: all of them (each node's, with the fleet's messages split evenly), and the runner's (which merges the nodes' figures each second). The last row then kills one node with \`kill -9\` and times all devices Reporting again."
+  echo
+  echo "| row | fleet in | devices | devices per process | live heap B/device, each process | CPU µs/message (each process) | runner CPU µs/message | messages/s | all Reporting after | kill -9 to all Reporting |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+} | tee -a "$here/BENCHMARKS.md"
+rm -rf "$work"
