@@ -14,7 +14,7 @@ import scala.concurrent.duration.*
   * until Ctrl-C or SIGTERM (when it hands its blocks over to the other nodes, then leaves).
   */
 object NodeCommand:
-  val Flags: Seq[Flag] = Seq(Flag.ClusterPort, Flag.ClusterHost, Flag.SeedNodes, Flag.Discovery, Flag.ManagementPort)
+  val Flags: Seq[Flag] = Seq(Flag.ClusterPort, Flag.ClusterHost, Flag.SeedNodes, Flag.Discovery, Flag.ManagementPort, Flag.ManagementHost)
 
   def apply(args: List[String], out: PrintStream): Int =
     Options.parse("node", Flags, args) match

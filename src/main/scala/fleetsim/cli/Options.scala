@@ -76,6 +76,8 @@ object Flag:
   val Discovery = Flag("discovery", "fleetsim.cluster.discovery", ValueKind.Choice(fleetsim.cluster.ClusterConfig.DiscoveryMethods*),
     "instead of --seed-nodes: find the other nodes by Pekko Cluster Bootstrap with this discovery method")
   val ManagementPort = Flag("management-port", "fleetsim.cluster.management-port", ValueKind.Port, "with --discovery: port of this node's Pekko Management")
+  val ManagementHost = Flag("management-host", "fleetsim.cluster.management-host", ValueKind.Text,
+    "with --discovery: the address Pekko Management is reached at and binds, as discovery names it (default: --cluster-host)")
   val Cluster = Flag("cluster", "fleetsim.cluster.join", ValueKind.HostPort, "run the fleet on the cluster a fleetsim node at HOST:PORT belongs to")
   val ClusterNodes = Flag("cluster-nodes", "fleetsim.cluster.nodes", ValueKind.Count, "with --cluster: wait for this many nodes before the ramp")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")

@@ -16,8 +16,8 @@ import scala.concurrent.duration.*
   */
 object Preflight:
   def check(settings: RunSettings): Unit =
-    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, ProcessWatch.openFileLimit,
-      if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels").left.foreach(m => throw CannotRun(m))
+    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, ProcessWatch.openFileLimit, sessionKind(settings))
+      .left.foreach(m => throw CannotRun(m))
     val tls = settings.controllerUrl.exists(_.startsWith("https://")) || settings.broker.exists(_.startsWith("mqtts://")) ||
       (settings.embedded && settings.controller.tls)
     val perDevice = HeapBudget.perDevice(settings.transport, tls, settings.connection != fleetsim.transport.ConnectionMode.Shared)
@@ -33,6 +33,16 @@ object Preflight:
       catch case e: IOException =>
         throw UsageError(s"--source-ips: cannot call from ${address.getHostAddress} (${e.getMessage}): give addresses this machine has (on loopback, any 127.x.y.z)", "run")
       finally socket.close()
+
+  /** A run over a cluster: the nodes check their shares; this process holds the embedded
+    * controller's (or broker's) end of every session.
+    */
+  def checkRunner(settings: RunSettings): Unit =
+    if settings.embedded then
+      DescriptorBudget.checkServer(settings.connections, settings.sessions, sessionKind(settings), ProcessWatch.openFileLimit)
+        .left.foreach(m => throw CannotRun(m))
+
+  private def sessionKind(settings: RunSettings) = if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels"
 
   /** An untrusted server certificate, or one for another name, would fail every device forever. */
   private def serverTrusted(settings: RunSettings, url: URI): Unit =

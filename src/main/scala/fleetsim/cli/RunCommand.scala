@@ -31,7 +31,7 @@ object RunCommand:
       case Parsed.Settings(config) =>
         val settings = settingsOf("run")(RunSettings(config))
         val join = config.getString("fleetsim.cluster.join")
-        if join.isEmpty then Preflight.check(settings) // else each node checks its own share
+        if join.isEmpty then Preflight.check(settings) else Preflight.checkRunner(settings) // each node checks its own share
         if settings.tls.insecure then
           err.println("fleetsim: warning: --insecure-tls: the controller's certificate is not checked, so anyone on the path could pose as it")
         given system: ActorSystem[SpawnProtocol.Command] =

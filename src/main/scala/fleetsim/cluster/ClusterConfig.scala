@@ -15,7 +15,8 @@ object ClusterConfig:
   val DiscoveryMethods: Seq[String] = Seq("kubernetes-api", "pekko-dns", "config")
 
   /** A `fleetsim node`: devices, at --cluster-host:--cluster-port, joining --seed-nodes (itself if
-    * none), or found by Cluster Bootstrap through --discovery, with Pekko Management on the same host.
+    * none), or found by Cluster Bootstrap through --discovery, with Pekko Management on
+    * --management-host (the address discovery gives for this node) or else the cluster host.
     */
   def node(config: Config): Config =
     val port = config.getInt("fleetsim.cluster.port")
@@ -28,7 +29,8 @@ object ClusterConfig:
       require(seeds.isEmpty, "--seed-nodes and --discovery both say how to find the other nodes: give one")
       val bootstrap = ConfigFactory.empty
         .withValue("pekko.discovery.method", ConfigValueFactory.fromAnyRef(discovery))
-        .withValue("pekko.management.http.hostname", ConfigValueFactory.fromAnyRef(host))
+        .withValue("pekko.management.http.hostname", ConfigValueFactory.fromAnyRef(
+          Some(config.getString("fleetsim.cluster.management-host")).filter(_.nonEmpty).getOrElse(host)))
         .withValue("pekko.management.http.port", ConfigValueFactory.fromAnyRef(config.getInt("fleetsim.cluster.management-port")))
       val joined = member(bootstrap.withFallback(config), host, port, NodeAgent.Role, Nil)
       if discovery == "config" then

@@ -27,8 +27,8 @@ final class DeviceRecord(val serial: String, model0: String, firmware0: String):
   @volatile var address: String = ""
   /** Joins so far; written under the registry's lock for this device. */
   @volatile var joins: Int = 0
-  /** When the device that joined booted, in epoch seconds, by its first heartbeat's uptime (0: not yet). */
-  @volatile var bootedAtS: Long = 0
+  /** The uptime in its latest heartbeat since it joined (-1: none yet). */
+  @volatile var uptimeS: Long = -1
 
   def state: String = reportedState
   def state_=(s: String): Unit = reportedState = s.intern()
@@ -66,7 +66,7 @@ final class Registry:
       seenFrom(record, address)
       record.sshKey = sshKey
       record.joins += 1
-      record.bootedAtS = 0 // a new session: its first heartbeat tells when this device booted
+      record.uptimeS = -1 // a new session, maybe a rebooted device
       record.lastSeenMillis = System.currentTimeMillis()
       record)
 
@@ -90,15 +90,14 @@ final class Registry:
       if device.address.nonEmpty then addressChanges.increment()
       device.address = address.intern()
 
-  /** A heartbeat's uptime: when it puts the device's boot more than [[Registry.BootSlackS]] from the
-    * boot of the device that joined, a second device is calling with the same MAC (one block of
-    * devices running on two cluster nodes, say).
+  /** A heartbeat's uptime. Within one session a device's uptime only grows: one that goes back by
+    * more than [[Registry.UptimeSlackS]] comes from a second device with the same MAC, booted later
+    * (one block of devices running on two cluster nodes, say). Clock-free, so slow replies and
+    * queues do not make duplicates.
     */
   def sawUptime(device: DeviceRecord, uptimeS: Long): Unit =
-    val bootedAtS = System.currentTimeMillis() / 1000 - uptimeS
-    val known = device.bootedAtS
-    if known == 0 then device.bootedAtS = bootedAtS
-    else if math.abs(bootedAtS - known) > Registry.BootSlackS then duplicates.increment()
+    if device.uptimeS - uptimeS > Registry.UptimeSlackS then duplicates.increment()
+    device.uptimeS = uptimeS
 
   def countConnection(): Unit = connections.increment()
   /** A TLS client's certificate subject, seen on one of its calls. */
@@ -113,10 +112,10 @@ final class Registry:
       forwardsRefused.sum, addressChanges.sum, connections.sum, clientSubjects.size, duplicates = duplicates.sum)
 
 object Registry:
-  /** How far apart two heartbeats of one device may place its boot: whole seconds of uptime, time in
-    * flight and queues. Two devices sharing a MAC that booted closer than this go unseen.
+  /** How far back one device's uptime may seem to go: two of its heartbeats overtaking each other on
+    * their way. Two devices sharing a MAC that booted closer than this go unseen.
     */
-  val BootSlackS = 10
+  val UptimeSlackS = 10
 
 /** Counts by name; protocol v1's kinds always listed, in their order, so a zero shows. */
 private final class Tally:

@@ -30,3 +30,17 @@ object DescriptorBudget:
           s"this fleet needs about $needed open files (($parts) x $ends ${if ends == 2 then "ends" else "end"} + $Base for the JVM) " +
             s"but this process may open only $max (ulimit -n): ${split}${spread}lower --max-connections, or raise the limit")
       case _ => Right(needed)
+
+  /** A cluster run's own process, whose embedded controller (or broker) holds the server end of
+    * every device's session while the devices are on the nodes.
+    */
+  def checkServer(connections: Int, sessions: Int, sessionKind: String, limit: Option[Long]): Either[String, Long] =
+    val needed = Base + connections.toLong + sessions
+    limit match
+      case Some(max) if needed > max =>
+        val mqtt = sessionKind.startsWith("MQTT")
+        val ends = Seq(Option.when(sessions > 0)(s"$sessions $sessionKind"), Option.when(connections > 0)(s"$connections HTTP connections")).flatten
+        Left(s"the ${if mqtt then "broker" else "controller"} embedded in this run would hold the server end of ${ends.mkString(" + ")}, " +
+          s"about $needed open files, but this process may open only $max (ulimit -n): " +
+          s"${if mqtt then "point --broker at a broker" else "point --controller at a controller"} that can hold them, lower --devices, or raise the limit")
+      case _ => Right(needed)

@@ -118,6 +118,11 @@ class CliSpec extends AnyWordSpec with Eventually:
       val ssh = fleetsim("run", "--transport", "ssh", "--devices", "1000000")
       assert(ssh.code == 1, ssh.err)
       assert(ssh.err.contains("1000000 SSH tunnels") && ssh.err.contains("own process") && ssh.err.contains("spread the fleet"), ssh.err)
+      // Over a cluster the devices' ends are spread, but the embedded controller's are all in the run's process.
+      val cluster = fleetsim("run", "--cluster", "127.0.0.1:1", "--transport", "ssh", "--devices", "5000000")
+      assert(cluster.code == 1, cluster.err)
+      assert(cluster.err.contains("the controller embedded in this run would hold the server end of 5000000 SSH tunnels") &&
+        cluster.err.contains("--controller") && cluster.err.linesIterator.size == 1, cluster.err)
     }
 
     "print its help with every flag" in {

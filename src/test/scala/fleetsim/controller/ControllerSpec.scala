@@ -14,7 +14,8 @@ import scala.concurrent.duration.*
 class ControllerSpec extends AnyWordSpec:
   "The reference controller" should {
     "count heartbeats from a second device with the MAC of one already reporting, and not a device that rebooted and joined again" in {
-      val config = ConfigFactory.load()
+      val config = ConfigFactory.parseString(s"""fleetsim.controller.state-dir = "${java.nio.file.Files.createTempDirectory("fleetsim-controller")}"""")
+        .withFallback(ConfigFactory.load()).resolve()
       withSystem(config) {
         val controller = Await.result(Controller.start(ControllerSettings(config)), 10.seconds)
         val http = HttpClient.newHttpClient()
@@ -27,15 +28,18 @@ class ControllerSpec extends AnyWordSpec:
           assert(post(s"devices/$mac/heartbeat", s"""{"seq":$seq,"uptimeS":$uptimeS,"state":"Reporting","configSeq":1}""") == 200)
         join()
         beat(1, 600)
-        beat(2, 601) // the same device, a second later
+        beat(3, 603)
+        beat(2, 601) // the same device's heartbeats, one overtaken by the next on its way
         assert(controller.counts.duplicates == 0)
         beat(1, 30) // another device with this MAC, booted about 10 minutes after the first
-        beat(3, 602)
-        assert(controller.counts.duplicates == 1) // the first device's clock is the one that joined
-        join() // a reboot: a new session, a new boot time
+        assert(controller.counts.duplicates == 1)
+        beat(4, 605) // both go on: each switch from the older to the younger shows
+        beat(2, 32)
+        assert(controller.counts.duplicates == 2)
+        join() // a reboot: a new session, uptime from 0
         beat(1, 2)
         beat(2, 3)
-        assert(controller.counts.duplicates == 1)
+        assert(controller.counts.duplicates == 2)
         Await.result(controller.stop(), 10.seconds)
       }
     }
