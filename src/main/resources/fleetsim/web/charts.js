@@ -63,6 +63,8 @@ window.FleetsimCharts = function (root, options) {
   const transitions = chart("transitions", "State transitions per second", "1/s", []);
   const recovery = chart("recovery", "Backoffs and re-tunnels per second", "1/s", ["backoffs", "re-tunnels"]);
   let tunnels = null;
+  let nodes = null; // a run over a cluster: devices per node, from the first sample that names nodes
+  const nodeNames = [];
   const threads = chart("threads", "Process: threads and open files", "", ["threads", "open files"]);
   const memory = chart("memory", "Process: heap", "MiB", ["heap used"]);
   const cpu = chart("cpu", "Process: CPU and GC", "% / ms per s", ["cpu %", "gc ms/s"]);
@@ -101,6 +103,12 @@ window.FleetsimCharts = function (root, options) {
       if (!tunnels) tunnels = chart("tunnels", s.tunnels.mqtt ? "MQTT connections (re-tunnels above: reconnects)" : "Tunnels", "", ["up", "opening"]);
       tunnels.put(x, "up", s.tunnels.up);
       tunnels.put(x, "opening", s.tunnels.opening);
+    }
+    if (s.nodes && Object.keys(s.nodes).length > 0) {
+      if (!nodes) nodes = chart("nodes", "Devices per cluster node", "", []);
+      Object.keys(s.nodes).forEach(function (n) { if (nodeNames.indexOf(n) < 0) nodeNames.push(n); });
+      // A node lost drops to 0, where its devices left it; the others take them up.
+      nodeNames.forEach(function (n) { nodes.put(x, n.replace(/^pekko:\/\/[^@]*@/, ""), s.nodes[n] || 0); });
     }
     threads.put(x, "threads", s.process.threads);
     threads.put(x, "open files", s.process.openFiles);

@@ -51,7 +51,7 @@ final class FleetRun private (
   private def tick(): Unit =
     if sampling.compareAndSet(false, true) then
       devices.snapshot().map { snapshot =>
-        val sample = sampler.sample(snapshot)
+        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes))
         timeseries.append(sample)
         dashboard.foreach(_.publish(sample))
         listeners.foreach(_(sample))

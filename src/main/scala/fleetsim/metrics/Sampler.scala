@@ -11,7 +11,8 @@ import scala.jdk.CollectionConverters.*
 
 /** One second of a run, as the status line, the dashboard, the time-series file and the report all
   * see it. Rates are per second over the interval since the previous sample; `errors` (403s and
-  * failures) counts since the start; times in ms.
+  * failures) counts since the start; times in ms; `nodes`: the devices each cluster node runs (a
+  * run over a cluster only; a node lost is gone from it).
   */
 final case class Sample(
     t: Long,
@@ -24,7 +25,8 @@ final case class Sample(
     latenessMs: Map[String, Percentiles],
     transitions: Map[String, Double],
     tunnels: Option[TunnelSample],
-    process: ProcessSample):
+    process: ProcessSample,
+    nodes: Map[String, Long] = Map.empty):
   def running: Long = devices.values.sum
   def repliesPerS: Double = rates.values.map(r => r.ok + r.forbidden + r.failed).sum
 
@@ -51,8 +53,10 @@ final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, targe
   private val gc = ManagementFactory.getGarbageCollectorMXBeans.asScala
   private var lastGcMs = gcMs
 
-  /** The sample of the fleet's figures `s`, with rates since the previous call's. */
-  def sample(s: MetricsSnapshot): Sample = synchronized {
+  /** The sample of the fleet's figures `s`, with rates since the previous call's, and the devices
+    * each cluster node runs.
+    */
+  def sample(s: MetricsSnapshot, nodes: Map[String, Long] = Map.empty): Sample = synchronized {
     val now = System.nanoTime()
     val seconds = ((now - last) / 1e9).max(1e-3)
     def rate(f: MetricsSnapshot => Long) = (f(s) - previous.fold(0L)(f)) / seconds
@@ -82,7 +86,8 @@ final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, targe
           s.tunnels.recent.latency.p99, mqtt = true))
         case _ => None,
       process = ProcessSample(figures.threads, figures.heapUsedBytes, (gcNow - lastGcMs) / seconds, ProcessWatch.cpuPercent,
-        ProcessWatch.openFiles.getOrElse(-1L)))
+        ProcessWatch.openFiles.getOrElse(-1L)),
+      nodes = nodes)
     previous = Some(s)
     last = now
     lastGcMs = gcNow

@@ -1,6 +1,9 @@
 package fleetsim.e2e
 
 import fleetsim.report.Summary
+import fleetsim.web.Browser
+import org.openqa.selenium.By
+import org.openqa.selenium.support.ui.WebDriverWait
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
@@ -76,6 +79,15 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
         case (series, value) if series.startsWith("fleetsim_devices{") && series.contains("state=\"Reporting\"") => series -> value
       }
       assert(reportingByNode.size == 3 && reportingByNode.values.forall(_ == 1000.0), reportingByNode)
+      // One dashboard, in a real browser: a line of devices for each node.
+      Browser.withBrowser(offline = false) { driver =>
+        driver.get(metricsUrl.stripSuffix("metrics"))
+        eventually(timeout(Span(20, Seconds)), interval(Span(200, Millis))) {
+          val lines = Browser.js(driver, "return window.fleetsim && window.fleetsim.charts.nodes ? window.fleetsim.charts.nodes.chart.data.datasets.length : 0")
+          assert(lines == java.lang.Long.valueOf(3))
+        }
+        Browser.screenshot(driver, "dashboard-cluster.png")
+      }
       assert(run.exit(120) == 0, run.output)
       val summary = Summary.read(results.resolve(Summary.FileName))
       assert(summary.devices.byState("Reporting") == 3000, run.output)
@@ -105,6 +117,20 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
       val spread = summary.cluster.get
       assert(spread.lost.size == 1 && spread.nodes.size == 2 && spread.nodes.values.sum == 3000, spread)
       assert(summary.controller.get.duplicates == 0) // the killed node's devices were gone before they came back
+      // Each second names the devices on each node: three of 1,000, then the survivors carrying 3,000.
+      val samples = fleetsim.report.Timeseries.read(results)
+      assert(samples.exists(s => s.nodes.size == 3 && s.nodes.values.forall(_ == 1000)))
+      assert(samples.last.nodes.size == 2 && samples.last.nodes.values.sum == 3000, samples.last.nodes)
+      // report.html, in a real browser: a line per node, the lost one's ending at 0, and the lost node named.
+      Browser.withBrowser(offline = true) { driver =>
+        driver.get(results.resolve("report.html").toUri.toString)
+        WebDriverWait(driver, java.time.Duration.ofSeconds(20)).until(_ => Browser.js(driver, "return window.fleetsimReport !== undefined") == java.lang.Boolean.TRUE)
+        val ends = Browser.js(driver, "return view.charts.nodes.chart.data.datasets.map(d => d.data[d.data.length - 1].y).join(',')")
+          .toString.split(',').map(_.toDouble.toLong).sorted.toSeq
+        assert(ends.size == 3 && ends.head == 0 && ends.sum == 3000, ends)
+        assert(driver.findElement(By.id("tables")).getText.contains("lost"))
+        Browser.screenshot(driver, "report-cluster.png")
+      }
     }
   }
 

@@ -4,49 +4,28 @@ import com.typesafe.config.ConfigFactory
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import fleetsim.e2e.{Programs, withSystem}
-import org.openqa.selenium.chrome.{ChromeDriver, ChromeDriverService, ChromeOptions}
+import fleetsim.web.Browser.{js, screenshot, withBrowser}
+import org.openqa.selenium.By
 import org.openqa.selenium.support.ui.WebDriverWait
-import org.openqa.selenium.{By, JavascriptExecutor, OutputType}
 import org.scalatest.Outcome
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.nio.file.{Files, Path, StandardCopyOption}
+import java.nio.file.Files
 import java.time.Duration
 import scala.concurrent.Await
 import scala.concurrent.duration.*
 
-/** The dashboard and report.html in a real headless Chromium (Debian's chromium and
-  * chromium-driver). Screenshots land in target/screenshots/.
-  */
+/** The dashboard and report.html in a real headless Chromium ([[Browser]]). */
 class BrowserSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
-  private val screenshots = Files.createDirectories(Path.of("target", "screenshots"))
 
   // Checked before each test rather than in beforeAll, where failing would abort the whole run.
   override def withFixture(test: NoArgTest): Outcome =
     Programs.chromium
     Programs.chromedriver
     super.withFixture(test)
-
-  /** A fresh headless Chromium; `offline` also cuts it off from every network address. */
-  private def withBrowser(offline: Boolean)(test: ChromeDriver => Unit): Unit =
-    val options = ChromeOptions()
-      .setBinary(Programs.chromium.toFile)
-      .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--window-size=1400,1600", s"--user-data-dir=${Files.createTempDirectory("fleetsim-chromium")}")
-    if offline then options.addArguments("--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9")
-    val service = ChromeDriverService.Builder().usingDriverExecutable(Programs.chromedriver.toFile).usingAnyFreePort().build()
-    val driver = ChromeDriver(service, options)
-    try test(driver)
-    finally driver.quit()
-
-  private def js(driver: ChromeDriver, script: String): AnyRef = driver.asInstanceOf[JavascriptExecutor].executeScript(script)
-
-  private def screenshot(driver: ChromeDriver, name: String): Unit =
-    Files.copy(driver.getScreenshotAs(OutputType.FILE).toPath, screenshots.resolve(name), StandardCopyOption.REPLACE_EXISTING)
 
   private val results = Files.createTempDirectory("fleetsim-browser")
   private val config = ConfigFactory.parseString(s"""
