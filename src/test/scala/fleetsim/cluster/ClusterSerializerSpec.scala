@@ -15,7 +15,7 @@ import org.scalatest.funsuite.AnyFunSuite
   */
 class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
   private val testKit = ActorTestKit(ConfigFactory.parseString("pekko.actor.provider = local")
-    .withFallback(ConfigFactory.parseResources("fleetsim/cluster.conf")).withFallback(ConfigFactory.load()))
+    .withFallback(ConfigFactory.parseResources("fleetsim/cluster.conf")).withFallback(ConfigFactory.load()).resolve())
   private val serialization = SerializationExtension(testKit.system.toClassic)
   override def afterAll(): Unit = testKit.shutdownTestKit()
 
