@@ -5,7 +5,7 @@ import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
 import fleetsim.tls.{CertificateAuthority, FleetTls, MqttTls}
 import fleetsim.transport.mqtt.MqttSessions
 import fleetsim.transport.ssh.SshTunnels
-import fleetsim.transport.{Dialer, HttpTransport, Transport, Tunnels}
+import fleetsim.transport.{Dialer, HeldBack, HttpTransport, Transport, Tunnels}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
@@ -37,9 +37,10 @@ object FleetParts:
   /** @param url the controller's (or, for MQTT, the broker's) URL
     * @param embeddedCa the embedded controller's certificate authority, when it speaks TLS
     * @param devices how many of the fleet's devices this process runs
+    * @param holding on a cluster node: whether its devices are held back ([[HeldBack]])
     */
-  def apply(settings: RunSettings, url: Uri, embeddedCa: Option[CertificateAuthority], registry: MeterRegistry, devices: Int)(using
-      system: ActorSystem[?]): FleetParts =
+  def apply(settings: RunSettings, url: Uri, embeddedCa: Option[CertificateAuthority], registry: MeterRegistry, devices: Int,
+      holding: Option[() => Boolean] = None)(using system: ActorSystem[?]): FleetParts =
     given ExecutionContext = system.executionContext
     val metrics = FleetMetrics(settings.profile.kinds, registry)
     val host = url.authority.host.address
@@ -47,7 +48,7 @@ object FleetParts:
       case "mqtts" => 8883
       case "mqtt" => 1883
       case _ => url.effectivePort
-    val http: Transport =
+    val direct: Transport =
       if settings.transport == "mqtt" then Transport.Unused
       else
         val tls = Option.when(url.scheme == "https") {
@@ -66,7 +67,8 @@ object FleetParts:
       MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.connectTimeout,
         settings.http.requestTimeout)
     }
-    val tunnels = sshTunnels.orElse(mqttSessions).map(MeteredTunnels(_, metrics))
+    val http = holding.fold(direct)(HeldBack.transport(direct, _))
+    val tunnels = sshTunnels.orElse(mqttSessions).map(t => MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     val wheel = TimingWheel()
     new FleetParts(metrics, http, tunnels, wheel, Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), tunnels, metrics, wheel, random))

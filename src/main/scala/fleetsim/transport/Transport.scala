@@ -68,6 +68,9 @@ enum FailureReason(val key: String):
   case AuthRejected extends FailureReason("authRejected")
   /** The SSH server's host key is not the one known for it (host-key mode strict or accept-new). */
   case HostKeyRejected extends FailureReason("hostKeyRejected")
+  /** Not sent: this cluster node's process had stopped for a while, and its devices wait until it
+    * knows it is still a member ([[HeldBack]]). */
+  case HeldBack extends FailureReason("heldBack")
 
 /** Where a device's tunnel goes: an SSH server's address. */
 final case class SshEndpoint(host: String, port: Int)

@@ -1,0 +1,30 @@
+package fleetsim.transport
+
+import org.apache.pekko.Done
+
+import scala.concurrent.{ExecutionContext, Future}
+
+/** Calls and sessions that fail at once, as [[FailureReason.HeldBack]], while `holding` says so. A
+  * cluster node holds its devices back after its process was stopped (SIGSTOP, a paused VM, a long
+  * GC): meanwhile the cluster may have downed it and started its devices on another node, and one
+  * device must never call from two places at once.
+  */
+object HeldBack:
+  private val refused: Future[Reply] = Future.successful(Reply.Failed(FailureReason.HeldBack))
+  private val notOpened: Future[Either[FailureReason, Tunnel]] = Future.successful(Left(FailureReason.HeldBack))
+
+  def transport(inner: Transport, holding: () => Boolean): Transport = new Transport:
+    def send(device: Int, request: Request): Future[Reply] = if holding() then refused else inner.send(device, request)
+    def close(): Future[Done] = inner.close()
+
+  def tunnels(inner: Tunnels, holding: () => Boolean): Tunnels = new Tunnels:
+    def publicKey: Option[String] = inner.publicKey
+    def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+      if holding() then notOpened
+      else inner.open(device, login, offered, pushed).map(_.map(tunnel(_, holding)))(using ExecutionContext.parasitic)
+    def close(): Future[Done] = inner.close()
+
+  private def tunnel(inner: Tunnel, holding: () => Boolean): Tunnel = new Tunnel:
+    def send(device: Int, request: Request): Future[Reply] = if holding() then refused else inner.send(device, request)
+    def lost: Future[Done] = inner.lost
+    def close(): Future[Done] = inner.close()
