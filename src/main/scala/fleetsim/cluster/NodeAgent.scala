@@ -52,6 +52,7 @@ object NodeAgent:
       classOf[ClusterEvent.MemberRemoved])
     val console = context.system.dispatchers.lookup(DispatcherSelector.blocking())
     def say(line: String): Unit = Future(println(s"fleetsim: $line"))(using console)
+    val guard = FreezeGuard(context.system, say)
     var runs = Map.empty[String, NodeRun]
     var blocks = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]]
     var waiting = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]] // up before their plan came
@@ -64,7 +65,7 @@ object NodeAgent:
         else
           // Reading files, generating keys and probing the controller's TLS block: not on this thread.
           reading += plan.id -> List(replyTo)
-          context.pipeToSelf(Future(prepare(plan))(using console))(read => PlanRead(plan, read.fold(e => Left(e.toString), identity)))
+          context.pipeToSelf(Future(prepare(plan, guard))(using console))(read => PlanRead(plan, read.fold(e => Left(e.toString), identity)))
         Behaviors.same
       case PlanRead(plan, read) =>
         val replyTo = reading.getOrElse(plan.id, Nil)
@@ -115,7 +116,7 @@ object NodeAgent:
   /** The plan read as this node's settings, its share checked against what the node can hold, and
     * the parts made; or why not, in one line.
     */
-  private def prepare(plan: RunPlan)(using system: org.apache.pekko.actor.typed.ActorSystem[?]): Either[String, NodeRun] =
+  private def prepare(plan: RunPlan, guard: FreezeGuard)(using system: org.apache.pekko.actor.typed.ActorSystem[?]): Either[String, NodeRun] =
     try
       var config = ConfigFactory.parseString(plan.config).atKey("fleetsim")
       for text <- plan.profileText do
@@ -127,7 +128,7 @@ object NodeAgent:
       val share = shareOf(plan)
       Preflight.check(settings.copy(fleet = settings.fleet.copy(devices = share)))
       val url = if settings.transport == "mqtt" then settings.broker.get else settings.controllerUrl.get
-      Right(NodeRun(plan, settings, FleetParts(settings, Uri(url), None, CompositeMeterRegistry(), share)))
+      Right(NodeRun(plan, settings, FleetParts(settings, Uri(url), None, CompositeMeterRegistry(), share, Some(() => guard.holding))))
     catch
       case NonFatal(e) => Left(s"${Option(e.getMessage).getOrElse(e.toString)} (this node's share: up to ${shareOf(plan)} of ${plan.devices} devices)")
 

@@ -172,6 +172,26 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
     }
   }
 
+  "a node whose process was stopped past the cluster's decision" should {
+    "hold its devices back when it wakes, so no device calls alongside its re-homed copy" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed, "60s")
+      awaitReporting(results, 3000, within = 60)
+      val frozen = nodes.last
+      signal("STOP", frozen) // a paused VM, a long GC: the others down it and start its block again
+      eventually(timeout(Span(45, Seconds)), interval(Span(200, Millis))) {
+        val spread = latest(results).fold(Map.empty[String, Long])(_.nodes)
+        assert(spread.size == 2 && spread.values.sum == 3000, spread)
+      }
+      signal("CONT", frozen) // its devices wake with their sends overdue
+      frozen.awaitLine("its devices hold back until it knows it is still a member", seconds = 30)
+      assert(run.exit(120) == 0, run.output)
+      val summary = Summary.read(results.resolve(Summary.FileName))
+      assert(summary.controller.get.duplicates == 0, frozen.output)
+      assert(summary.devices.byState("Reporting") == 3000)
+    }
+  }
+
   "the nodes of a run whose runner is killed" should {
     "stop its devices once the cluster has downed the runner" in {
       val (seed, nodes) = cluster()
@@ -203,12 +223,15 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
     (run, results)
 
   /** The run's latest sample, from its time-series file. */
-  private def reporting(results: Path): Long =
+  private def latest(results: Path): Option[fleetsim.metrics.Sample] =
     val file = results.resolve("timeseries.jsonl")
-    if !Files.exists(file) then 0
-    else Files.readAllLines(file).asScala.filter(_.nonEmpty).lastOption.fold(0L) { line =>
-      com.github.plokhotnyuk.jsoniter_scala.core.readFromString[fleetsim.metrics.Sample](line).devices.getOrElse("Reporting", 0L)
-    }
+    if !Files.exists(file) then None
+    else Files.readAllLines(file).asScala.filter(_.nonEmpty).lastOption.map(com.github.plokhotnyuk.jsoniter_scala.core.readFromString[fleetsim.metrics.Sample](_))
+
+  private def reporting(results: Path): Long = latest(results).fold(0L)(_.devices.getOrElse("Reporting", 0L))
+
+  private def signal(name: String, child: Child): Unit =
+    assert(ProcessBuilder("kill", s"-$name", child.process.pid.toString).start().waitFor() == 0)
 
   private def awaitReporting(results: Path, devices: Long, within: Int): Unit =
     eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) == devices))
