@@ -84,6 +84,7 @@ private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor
       val flag = e.service match
         case "ssh" => Flag.SshPort
         case "dashboard" => Flag.DashboardPort
+        case "mqtt" => Flag.MqttPort
         case _ => httpPort
       throw stopped(CannotRun(s"${e.getMessage}: choose another with --${flag.name} (0 picks a free one)"))
     case _: java.util.concurrent.TimeoutException =>

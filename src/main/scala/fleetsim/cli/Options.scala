@@ -93,6 +93,8 @@ object Flag:
   val KnownHosts = Flag("known-hosts", "fleetsim.ssh.known-hosts", ValueKind.Text, "known_hosts file for host-key checking")
   val MaxHandshakes = Flag("max-handshakes", "fleetsim.ssh.max-handshakes", ValueKind.Count, "SSH handshakes in progress at once")
   val SshTarget = Flag("ssh-target", "fleetsim.ssh.target", ValueKind.HostPort, "where tunnels lead, as the SSH server sees it (default: the controller URL's address)")
+  val Mqtt = Flag("mqtt", "fleetsim.controller.mqtt", ValueKind.Switch, "also start the MQTT broker, for fleets run with --transport mqtt --broker")
+  val MqttPort = Flag("mqtt-port", "fleetsim.controller.mqtt-port", ValueKind.Port, "port of the controller's MQTT broker")
   val SshPort = Flag("ssh-port", "fleetsim.controller.ssh-port", ValueKind.Port, "SSH port of the reference controller")
   val ControllerSshPassword = Flag("ssh-password", "fleetsim.controller.ssh-password", ValueKind.Text, "also admit joined devices that log in with this password")
   val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.Text, "where the controller keeps its SSH host key")

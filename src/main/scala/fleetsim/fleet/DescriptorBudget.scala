@@ -22,7 +22,7 @@ object DescriptorBudget:
           Option.when(connections > 0)(s"$connections HTTP connections"),
           Option.when(tunnels > 0)(s"$tunnels $sessionKind")).flatten.mkString(" + ")
         val split =
-          if embeddedController && sessionKind.startsWith("MQTT") then "run a broker in its own process and point --broker at it, "
+          if embeddedController && sessionKind.startsWith("MQTT") then "run a broker in its own process (./fleetsim controller --mqtt) and point --broker at it, "
           else if embeddedController then "run the controller in its own process (./fleetsim controller) and point --controller at it, "
           else ""
         val spread = if tunnels > 0 then "spread the fleet over several processes, " else ""

@@ -204,6 +204,25 @@ class CliSpec extends AnyWordSpec with Eventually:
       finally controller.destroy()
     }
 
+    "start its MQTT broker with --mqtt: an MQTT fleet in another process reports through it, counted by the controller" in {
+      val controller = start("controller", "--port", "0", "--mqtt", "--mqtt-port", "0", "--state-dir", tempDir().toString)
+      try
+        val lines = BufferedReader(InputStreamReader(controller.getInputStream))
+        val url = "http://127.0.0.1:\\d+".r.findFirstIn(lines.readLine()).get
+        val broker = "mqtt://127.0.0.1:\\d+".r.findFirstIn(lines.readLine()).getOrElse(fail("no broker line"))
+        val profile = Files.writeString(tempDir().resolve("quick.conf"),
+          _root_.fleetsim.profile.ProfileLoader.builtInText("iot-mqtt").get.replace("interval = 10s", "interval = 1s"))
+        val dir = tempDir().resolve("run")
+        val f = fleetsim("run", "--transport", "mqtt", "--broker", broker, "--device-profile", profile.toString, "--devices", "20",
+          "--duration", "5s", "--dashboard", "off", "--results", dir.toString)
+        assert(f.code == 0, f.err)
+        val delivered = Summary.read(dir.resolve("summary.json")).messages("telemetry").ok
+        val counts = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(s"$url/admin/counts")).build(), HttpResponse.BodyHandlers.ofString()).body
+        val received = "\"received\":\\{[^}]*\"telemetry\":(\\d+)".r.findFirstMatchIn(counts).map(_.group(1).toLong)
+        assert(delivered > 0 && received.contains(delivered), s"delivered $delivered; controller: $counts")
+      finally controller.destroy()
+    }
+
     "serve HTTPS with --tls: a fleet that does not trust its CA is refused in one line, one that does runs" in {
       val state = tempDir()
       val controller = start("controller", "--port", "0", "--tls", "--heartbeat-interval", "1s", "--state-dir", state.toString)
