@@ -20,7 +20,6 @@ final class FreezeGuard(system: ActorSystem[?], say: String => Unit, limit: Fini
   @volatile private var lastBeat = System.nanoTime()
   /** When the current hold began, or last saw the cluster unsettled; 0: not holding. */
   @volatile private var heldSince = 0L
-  private var stoppedNanos = 0L
 
   def holding: Boolean = heldSince != 0 || System.nanoTime() - lastBeat > limit.toNanos
 
@@ -28,8 +27,7 @@ final class FreezeGuard(system: ActorSystem[?], say: String => Unit, limit: Fini
     val now = System.nanoTime()
     if now - lastBeat > limit.toNanos && heldSince == 0 then
       heldSince = now
-      stoppedNanos = now - lastBeat
-      say(f"this node's process was stopped for ${stoppedNanos / 1e9}%.1f s: its devices hold back until it knows it is still a member")
+      say(f"this node's process was stopped for ${(now - lastBeat) / 1e9}%.1f s: its devices hold back until it knows it is still a member")
     lastBeat = now
     if heldSince != 0 then
       val cluster = Cluster(system)
