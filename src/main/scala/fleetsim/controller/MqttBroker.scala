@@ -63,9 +63,12 @@ object MqttBroker:
 
   /** Starts the broker on `host`:`port` (0: a free one), anonymous clients allowed, nothing persisted. */
   def start(host: String, port: Int, registry: Registry): MqttBroker =
+    // Port 0: a free one chosen here. Moquette binds before startServer returns but writes the bound
+    // port into a plain HashMap from its own thread, so reading it back races that thread.
+    val chosen = if port != 0 then port else freePort(host)
     val properties = Properties()
     properties.setProperty("host", host)
-    properties.setProperty("port", port.toString)
+    properties.setProperty("port", chosen.toString)
     properties.setProperty("websocket_port", "disabled")
     properties.setProperty("persistence_enabled", "false")
     properties.setProperty("allow_anonymous", "true")
@@ -79,7 +82,8 @@ object MqttBroker:
     val watcher = Watcher(registry)
     try server.startServer(MemoryConfig(properties), java.util.List.of(watcher), null, null, null)
     catch case e: RuntimeException if Option(e.getCause).exists(_.isInstanceOf[java.net.BindException]) => throw fleetsim.PortInUse(port, "mqtt")
-    // The bound port is written by the acceptor's own thread just after the bind: wait for it.
-    val deadline = System.nanoTime() + 5_000_000_000L
-    while server.getPort == 0 && System.nanoTime() < deadline do Thread.onSpinWait()
-    new MqttBroker(server, host, server.getPort, watcher)
+    new MqttBroker(server, host, chosen, watcher)
+
+  private def freePort(host: String): Int =
+    val socket = java.net.ServerSocket(0, 1, java.net.InetAddress.getByName(host))
+    try socket.getLocalPort finally socket.close()
