@@ -69,6 +69,8 @@ object Device:
     private[device] val messageOf: Array[Int] = profile.kinds.map(k => profile.messages.indexWhere(_.kind == k)).toArray
     /** Each periodic message's jitter: its own, or the device setting. */
     private[device] val jitterOf: Array[Double] = profile.messages.map(_.jitter.getOrElse(settings.jitter)).toArray
+    /** Each periodic message: whether its replies, when Ok, keep nothing (MQTT publishes). */
+    private[device] val keepsNothing: Array[Boolean] = profile.messages.map(_.calls.forall(_.keepsNothing)).toArray
 
   /** Device number `i` of the fleet; `context.actorOf` it, and `toTyped[Command]` its ref. */
   def props(i: Int, shared: Shared): Props = Props(new Device(i, shared)).copy(deploy = deploy)
@@ -294,7 +296,12 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     val message = profile.messages(i)
     registers(Registers.dueAt(i)) = scheduleNext(i, registers(Registers.dueAt(i)))
     registers(Registers.seq(i)) += 1
-    message.calls.foreach(send(channel, _))
+    // With no failure in a row to clear, Ok replies that keep nothing change nothing: they stay on the
+    // transport's thread instead of waking the device, a thread switch a publish (BENCHMARKS.md).
+    if shared.keepsNothing(i) && registers(Registers.failures(i)) == 0 then
+      message.calls.foreach(send(channel, _, quiet = true))
+      if current == Reporting then update() // what their Ok replies would do
+    else message.calls.foreach(send(channel, _))
 
   /** Runs the first trigger that is due, if any (the device is behind); says whether one runs. */
   private def update(): Boolean =
@@ -387,10 +394,16 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     wake(due(i), (from - now).max(0).nanos)
     from
 
-  /** Every call's outcome comes back as a message. */
-  private def send(through: Transport, call: Call): Unit =
+  /** Every call's outcome comes back as a message; a quiet call's only when it is not a 2xx. */
+  private def send(through: Transport, call: Call, quiet: Boolean = false): Unit =
     val n = session
-    pipe(through.send(number, call.render(this)), failedFuture)(Replied(n, call, _))
+    through.send(number, call.render(this)).onComplete { result =>
+      val reply = result.getOrElse(failedFuture)
+      val ok = reply match
+        case r: Reply.Response => r.ok
+        case _ => false
+      if !(quiet && ok) then self.tell(Replied(n, call, reply), Actor.noSender)
+    }(using ExecutionContext.parasitic)
 
   /** A future's outcome as a message to this device; `failure` stands for a failed future. */
   private def pipe[A](future: Future[A], failure: A)(message: A => Command): Unit =

@@ -55,6 +55,8 @@ trait Call:
   def render(device: DeviceScope): Request
   /** Reads what the profile keeps from the reply into the device, and says what it means. */
   def read(reply: Reply, device: DeviceScope): Outcome
+  /** A 2xx reply keeps nothing and means Ok: the device need not hear of it (an MQTT publish). */
+  def keepsNothing: Boolean = false
 
 /** A message sent on a schedule: a round of one or more calls every interval.
   *

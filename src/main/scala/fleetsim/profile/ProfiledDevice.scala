@@ -195,6 +195,8 @@ final class TemplateCall(
       case None => Empty
     Request(kind, method, path.text(scope), lines, bytes, qos, retain)
 
+  override val keepsNothing: Boolean = keeps.isEmpty
+
   def read(reply: Reply, device: DeviceScope): Outcome = reply match
     case r: Reply.Response if r.ok => if Keep.all(keeps, r, device) then Outcome.Ok else Outcome.Failed
     case r: Reply.Response if notAdmitted(r.status) => Outcome.NotAdmitted

@@ -37,9 +37,18 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   private val settings = DeviceSettings(maxLostHeartbeats = 3, jitter = 0.1, backoff = BackoffSettings(1.second, 60.seconds))
   /** Device 7 of a fleet of ap-v1 access points: who it says it is at join. */
   private val identity = JoinRequest("02:00:00:00:00:07", "FS0000000007", "FS-AP-100", "1.0.0")
-  private def apV1(sshKey: Option[String]) =
+  private def apV1(sshKey: Option[String], name: String = "ap-v1") =
     val config = com.typesafe.config.ConfigFactory.load()
-    ProfileLoader.load("ap-v1", FleetContext(FleetSettings(config), sshKey, config))
+    ProfileLoader.load(name, FleetContext(FleetSettings(config), sshKey, config))
+  /** ap-v1 with heartbeats whose replies keep nothing, as MQTT publishes' do: their Ok replies never reach the device. */
+  private lazy val quietHeartbeats =
+    val file = java.nio.file.Files.createTempFile("quiet-heartbeats", ".conf")
+    file.toFile.deleteOnExit()
+    val text = ProfileLoader.builtInText("ap-v1").get
+    val keep = """keep { configSeq { json = "/configSeq", default = 0 } }"""
+    assert(text.contains(keep))
+    java.nio.file.Files.writeString(file, text.replace(keep, ""))
+    file.toString
   /** Always 0.5: phases land mid-interval, jitter is zero, a backoff is half its ceiling. */
   private val half: RandomGenerator = () => Long.MinValue // nextDouble() takes the top 53 bits: 0.5
 
@@ -88,13 +97,13 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
 
-  private class Fixture(withTunnels: Boolean = false):
+  private class Fixture(withTunnels: Boolean = false, profile: String = "ap-v1"):
     val calls = TestProbe[Call]()
     val moves = TestProbe[Moved]()
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey)), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -241,6 +250,33 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
         pass(10.seconds)
         nextCall(ApiCall.Heartbeat).ok(HeartbeatReply(1))
       moves.expectNoMessage(50.millis)
+
+    "count lost heartbeats whose Ok replies keep nothing, though those replies never reach it" in new Fixture(profile = quietHeartbeats):
+      joinAndDownload()
+      heartbeatDue().answer(Reply.Failed(FailureReason.TimedOut))
+      for _ <- 1 to 2 do // an Ok after a failure comes back: it resets the count
+        pass(10.seconds)
+        nextCall(ApiCall.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
+        pass(10.seconds)
+        nextCall(ApiCall.Heartbeat).answer(Reply.Response(200, Array.emptyByteArray))
+      for _ <- 1 to 2 do // Ok after Ok stays with the transport
+        pass(10.seconds)
+        nextCall(ApiCall.Heartbeat).answer(Reply.Response(200, Array.emptyByteArray))
+      moves.expectNoMessage(50.millis)
+      for _ <- 1 to 3 do
+        pass(10.seconds)
+        nextCall(ApiCall.Heartbeat).answer(Reply.Failed(FailureReason.TimedOut))
+      expectMove(Reporting, Backoff)
+
+    "try a failed config download again with its next heartbeat, when heartbeat replies keep nothing" in new Fixture(profile = quietHeartbeats):
+      nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 1))
+      expectMove(Discovering, ConfigDownloading)
+      nextCall(ApiCall.Config).answer(Reply.Response(500, Array.emptyByteArray))
+      expectMove(ConfigDownloading, Reporting) // unapplied
+      heartbeatDue().answer(Reply.Response(200, Array.emptyByteArray))
+      expectMove(Reporting, ConfigDownloading)
+      nextCall(ApiCall.Config).ok(ConfigHeader(1))
+      expectMove(ConfigDownloading, Reporting)
 
     "open its own tunnel after joining, and send everything but the join through it" in new Fixture(withTunnels = true):
       joinAndTunnel()
