@@ -19,14 +19,14 @@ import org.apache.pekko.Done
 
 import java.net.InetSocketAddress
 import java.util.concurrent.atomic.AtomicInteger
-import java.util.concurrent.{CompletableFuture, CompletionException, ConcurrentHashMap, Executors, TimeUnit, TimeoutException}
+import java.util.concurrent.{CompletableFuture, CompletionException, ConcurrentHashMap, TimeUnit, TimeoutException}
 import scala.concurrent.duration.FiniteDuration
 import scala.concurrent.{ExecutionContext, Future, Promise}
 import scala.jdk.FutureConverters.*
 import scala.jdk.CollectionConverters.*
 
-/** MQTT devices' connections: one HiveMQ client per device, all on one Netty event loop and one
-  * application thread pool whatever the fleet's size. A device's connection is its join (CONNECT,
+/** MQTT devices' connections: one HiveMQ client per device, all on one Netty event loop whatever
+  * the fleet's size. A device's connection is its join (CONNECT,
   * CONNACK, SUBSCRIBE to its push topics) and its session: publishes travel through it, and pushes
   * come back on it. The client never reconnects by itself: a lost connection is the device's to
   * recover from, with its own backoff.
@@ -42,14 +42,16 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   import MqttSessions.*
 
   private val eventLoop = NioEventLoopGroup(Runtime.getRuntime.availableProcessors, fleetsim.DaemonThreads("fleetsim-mqtt-io"))
-  private val application = Executors.newFixedThreadPool(Runtime.getRuntime.availableProcessors, fleetsim.DaemonThreads("fleetsim-mqtt"))
   private val executors = MqttClientExecutorConfig.builder()
     .nettyExecutor(eventLoop)
     .nettyThreads(Runtime.getRuntime.availableProcessors)
-    .applicationScheduler(Schedulers.from(application))
+    // Callbacks (PUBACKs, pushes, connects) run where the client completes them, on the event loop:
+    // what they do never blocks, and a hand-over to a thread pool of its own woke a sleeping thread
+    // for each publish (BENCHMARKS.md, "Where an MQTT publish's CPU goes").
+    .applicationScheduler(Schedulers.from((task: Runnable) => task.run()))
     .build()
 
-  /** Disconnects under way: the pools stay up until they are done. */
+  /** Disconnects under way: the event loop stays up until they are done. */
   private val closing = ConcurrentHashMap.newKeySet[CompletableFuture[?]]()
 
   def publicKey: Option[String] = None
@@ -93,18 +95,15 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     done.whenComplete((_, _) => closing.remove(done))
 
   /** After the devices have closed their sessions: waits (a few seconds at most) for their
-    * DISCONNECTs to go out, then stops the threads.
+    * DISCONNECTs to go out, then stops the event loop.
     */
   def close(): Future[Done] =
     val pending = closing.toArray(Array.empty[CompletableFuture[?]])
     CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.flatMap { _ =>
-      // The event loop first: what it still runs hands work to the application threads.
       val stopped = Promise[Done]()
       val terminated = eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[NettyFuture[Any]]
       terminated.addListener(new GenericFutureListener[NettyFuture[Any]]: // typed: a lambda here links to Nothing and fails at run time
-        def operationComplete(done: NettyFuture[Any]): Unit =
-          application.shutdown()
-          stopped.success(Done))
+        def operationComplete(done: NettyFuture[Any]): Unit = stopped.success(Done))
       stopped.future
     }
 
