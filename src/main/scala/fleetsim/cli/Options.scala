@@ -53,8 +53,11 @@ enum ValueKind(val expected: String):
       schemes.contains(uri.getScheme) && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
     catch case _: Exception => false
 
-/** One definition of an option: its flag, its environment variable, its key in a config file. */
-final case class Flag(name: String, path: String, kind: ValueKind, help: String):
+/** One definition of an option: its flag, its environment variable, its key in a config file.
+  *
+  * @param needs a flag without which this one does nothing: giving it alone is a mistake, not a no-op
+  */
+final case class Flag(name: String, path: String, kind: ValueKind, help: String, needs: Option[Flag] = None):
   def env: String = "FLEETSIM_" + name.toUpperCase.replace('-', '_')
 
 object Flag:
@@ -75,9 +78,11 @@ object Flag:
   val SeedNodes = Flag("seed-nodes", "fleetsim.cluster.seed-nodes", ValueKind.HostPorts, "cluster members to join through, HOST:PORT,HOST:PORT (default: this node starts a cluster)")
   val Discovery = Flag("discovery", "fleetsim.cluster.discovery", ValueKind.Choice(fleetsim.cluster.ClusterConfig.DiscoveryMethods*),
     "instead of --seed-nodes: find the other nodes by Pekko Cluster Bootstrap with this discovery method")
-  val ManagementPort = Flag("management-port", "fleetsim.cluster.management-port", ValueKind.Port, "with --discovery: port of this node's Pekko Management")
+  val ManagementPort = Flag("management-port", "fleetsim.cluster.management-port", ValueKind.Port, "with --discovery: port of this node's Pekko Management",
+    needs = Some(Discovery))
   val ManagementHost = Flag("management-host", "fleetsim.cluster.management-host", ValueKind.Text,
-    "with --discovery: the address Pekko Management is reached at and binds, as discovery names it (default: --cluster-host)")
+    "with --discovery: the address Pekko Management is reached at and binds, as discovery names it (default: --cluster-host)",
+    needs = Some(Discovery))
   val Cluster = Flag("cluster", "fleetsim.cluster.join", ValueKind.HostPort, "run the fleet on the cluster a fleetsim node at HOST:PORT belongs to")
   val ClusterNodes = Flag("cluster-nodes", "fleetsim.cluster.nodes", ValueKind.Count, "with --cluster: wait for this many nodes before the ramp")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")
@@ -94,7 +99,7 @@ object Flag:
   val MaxHandshakes = Flag("max-handshakes", "fleetsim.ssh.max-handshakes", ValueKind.Count, "SSH handshakes in progress at once")
   val SshTarget = Flag("ssh-target", "fleetsim.ssh.target", ValueKind.HostPort, "where tunnels lead, as the SSH server sees it (default: the controller URL's address)")
   val Mqtt = Flag("mqtt", "fleetsim.controller.mqtt", ValueKind.Switch, "also start the MQTT broker, for fleets run with --transport mqtt --broker")
-  val MqttPort = Flag("mqtt-port", "fleetsim.controller.mqtt-port", ValueKind.Port, "port of the controller's MQTT broker")
+  val MqttPort = Flag("mqtt-port", "fleetsim.controller.mqtt-port", ValueKind.Port, "with --mqtt: port of the controller's MQTT broker", needs = Some(Mqtt))
   val SshPort = Flag("ssh-port", "fleetsim.controller.ssh-port", ValueKind.Port, "SSH port of the reference controller")
   val ControllerSshPassword = Flag("ssh-password", "fleetsim.controller.ssh-password", ValueKind.Text, "also admit joined devices that log in with this password")
   val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.Text, "where the controller keeps its SSH host key")
@@ -144,7 +149,15 @@ object Options:
       val overrides = (fromEnv ++ fromFlags).map((f, v) => f.path -> v).toMap
       val chosen = ConfigFactory.parseMap(overrides.asJava).withFallback(configFile.fold(ConfigFactory.empty)(path => readFile(command, path)))
       val layered = chosen.withFallback(profile(command, chosen)).withFallback(ConfigFactory.load()).resolve()
+      for (flag, _) <- fromFlags; needed <- flag.needs if !isSet(layered, needed) do
+        throw UsageError(s"--${flag.name} does nothing without --${needed.name}: add --${needed.name}, or leave --${flag.name} out", command)
       Parsed.Settings(layered)
+
+  /** Whether a flag's setting asks for something: a switch that is on, a text that is not empty. */
+  private def isSet(config: Config, flag: Flag): Boolean = config.getValue(flag.path).unwrapped match
+    case on: java.lang.Boolean => on
+    case text: String => text.nonEmpty && text != "off"
+    case _ => true
 
   /** The profile the user named, if any: a layer of settings under theirs and above the defaults. */
   private def profile(command: String, chosen: Config): Config =

@@ -184,6 +184,8 @@ class CliSpec extends AnyWordSpec with Eventually:
         "--seed-nodes and --discovery both say how to find the other nodes: give one")
       assertUsageError(fleetsim("node", "--discovery", "config"),
         "--discovery config needs the nodes' management addresses in a --config file: pekko.discovery.config.services.fleetsim-nodes.endpoints")
+      assertUsageError(fleetsim("node", "--management-port", "7700"), "--management-port does nothing without --discovery: add --discovery")
+      assertUsageError(fleetsim("controller", "--mqtt-port", "1884"), "--mqtt-port does nothing without --mqtt: add --mqtt")
     }
   }
 
