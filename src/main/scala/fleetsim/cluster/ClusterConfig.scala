@@ -49,9 +49,19 @@ object ClusterConfig:
       .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(port))
       .withValue("pekko.cluster.roles", ConfigValueFactory.fromIterable(Seq(role).asJava))
       .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds.map((h, p) => s"pekko://$SystemName@$h:$p").asJava))
-      .withFallback(ConfigFactory.parseResources("fleetsim/cluster.conf"))
+      .withFallback(clusterDefaults(config))
       .withFallback(config)
       .resolve()
+
+  /** cluster.conf's settings, except where the user's own (--config, system properties) say
+    * otherwise: they stand above cluster.conf, which stands above the libraries' reference.conf.
+    */
+  private def clusterDefaults(config: Config): Config =
+    val cluster = ConfigFactory.parseResources("fleetsim/cluster.conf").resolve()
+    cluster.entrySet.asScala.map(_.getKey).foldLeft(ConfigFactory.empty) { (kept, path) =>
+      val theirs = config.hasPath(path) && Option(config.getValue(path).origin.resource).forall(!_.endsWith("reference.conf"))
+      if theirs then kept else kept.withValue(path, cluster.getValue(path))
+    }
 
   /** HOST:PORT,HOST:PORT */
   def seedNodes(text: String, flag: String): Seq[(String, Int)] =
