@@ -5,11 +5,11 @@ import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
 import fleetsim.tls.{CertificateAuthority, FleetTls, MqttTls}
 import fleetsim.transport.mqtt.MqttSessions
 import fleetsim.transport.ssh.SshTunnels
-import fleetsim.transport.{Dialer, HeldBack, HttpTransport, Transport, Tunnels}
+import fleetsim.transport.{Dialer, HeldBack, HttpTransport, Transport, Tunnels, UrlTransport}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
-import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector}
 import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.sshd.common.util.net.SshdSocketAddress
 
@@ -48,15 +48,16 @@ object FleetParts:
       case "mqtts" => 8883
       case "mqtt" => 1883
       case _ => url.effectivePort
+    /** HTTP(S) to one server: the controller; for MQTT devices, a server a call names by its URL. */
+    def httpTo(scheme: String, host: String, port: Int, clientCa: Option[CertificateAuthority]): Transport =
+      val tls = Option.when(scheme == "https") {
+        FleetTls(host, port, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)), FleetTls.certificates(settings.tls, clientCa),
+          settings.profile.identityName, settings.tls.protocols)
+      }
+      HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, devices)
     val direct: Transport =
-      if settings.transport == "mqtt" then Transport.Unused
-      else
-        val tls = Option.when(url.scheme == "https") {
-          FleetTls(host, url.effectivePort, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)),
-            FleetTls.certificates(settings.tls, embeddedCa.filter(_ => settings.controller.clientCertsRequired)), settings.profile.identityName,
-            settings.tls.protocols)
-        }
-        HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, devices)
+      if settings.transport == "mqtt" then UrlTransport(httpTo(_, _, _, None), system.dispatchers.lookup(DispatcherSelector.blocking()))
+      else httpTo(url.scheme, host, port, embeddedCa.filter(_ => settings.controller.clientCertsRequired))
     val sshTunnels = settings.ssh.map { ssh =>
       val (sshHost, sshPort) = ssh.target.getOrElse(host -> url.effectivePort)
       SshTunnels(ssh, SshdSocketAddress(sshHost, sshPort), settings.http)

@@ -48,7 +48,7 @@ object Device:
   /** What every device of a fleet shares; each device keeps one reference to it.
     *
     * @param profile builds the device's calls and reads their replies
-    * @param http carries the join, and every call when there are no tunnels
+    * @param http carries the join, every call when there are no tunnels, and calls to URLs of their own
     * @param tunnels opens the device's own tunnel after each join, or as its join when the profile
     *                has no join call; None = plain HTTP, no Tunneling
     * @param wheel wakes the devices for their periodic sends and retries
@@ -299,9 +299,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     // With no failure in a row to clear, Ok replies that keep nothing change nothing: they stay on the
     // transport's thread instead of waking the device, a thread switch a publish (BENCHMARKS.md).
     if shared.keepsNothing(i) && registers(Registers.failures(i)) == 0 then
-      message.calls.foreach(send(channel, _, quiet = true))
+      message.calls.foreach(call => send(channelFor(call), call, quiet = true))
       if current == Reporting then update() // what their Ok replies would do
-    else message.calls.foreach(send(channel, _))
+    else message.calls.foreach(call => send(channelFor(call), call))
 
   /** Runs the first trigger that is due, if any (the device is behind); says whether one runs. */
   private def update(): Boolean =
@@ -315,7 +315,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def updateStep(step: Int): Unit =
     updating = step
-    send(channel, updatingCall)
+    send(channelFor(updatingCall), updatingCall)
 
   private def updatingCall: Call = profile.triggers(updating >> 8).calls(updating & 0xff)
 
@@ -359,8 +359,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
 
-  /** What the session's calls travel through. */
-  private def channel: Transport = tunnel.getOrElse(shared.http)
+  /** What a call of the session travels through: the tunnel if there is one, unless the call names a URL of its own. */
+  private def channelFor(call: Call): Transport = if call.toUrl then shared.http else tunnel.getOrElse(shared.http)
 
   private def closeTunnel(): Unit =
     tunnel.foreach(_.close())

@@ -57,6 +57,9 @@ trait Call:
   def read(reply: Reply, device: DeviceScope): Outcome
   /** A 2xx reply keeps nothing and means Ok: the device need not hear of it (an MQTT publish). */
   def keepsNothing: Boolean = false
+  /** Its request's path is an absolute URL: it goes to that server over HTTP(S), not through the
+    * device's session (an MQTT device fetching a document a push named). */
+  def toUrl: Boolean = false
 
 /** A message sent on a schedule: a round of one or more calls every interval.
   *

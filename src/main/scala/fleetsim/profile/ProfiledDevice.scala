@@ -174,7 +174,8 @@ final class TemplateCall(
     message: Int,
     walks: Int,
     qos: Int = 0,
-    retain: Boolean = false)
+    retain: Boolean = false,
+    override val toUrl: Boolean = false)
     extends Call:
   import TemplateCall.*
 

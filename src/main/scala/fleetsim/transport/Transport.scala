@@ -85,13 +85,6 @@ trait Transport:
   def send(device: Int, request: Request): Future[Reply]
   def close(): Future[Done]
 
-object Transport:
-  /** For fleets whose every call travels through the device's own session (MQTT): nothing goes here. */
-  object Unused extends Transport:
-    private val never = Future.successful(Reply.Failed(FailureReason.ProtocolError))
-    def send(device: Int, request: Request): Future[Reply] = never
-    def close(): Future[Done] = Future.successful(Done)
-
 /** A message a device's session brought it unasked: a config push on one of its MQTT subscriptions. */
 final case class Push(topic: String, payload: Array[Byte])
 
