@@ -64,6 +64,13 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     * @param address where the call came from ("" through a tunnel)
     */
   private def api(tunnelled: Boolean, address: String): Route = concat(
+    // The document a config push names (MQTT devices have no session here, so no join is asked for).
+    (path("config" / LongNumber) & get & faulty(ApiCall.Config)) { seq =>
+      if seq != registry.configSeq then complete(StatusCodes.NotFound, s"no config $seq: the current one is ${registry.configSeq}")
+      else
+        registry.countReceived(ApiCall.Config.key, tunnelled)
+        complete(HttpEntity(ContentTypes.`application/json`, currentConfig()))
+    },
     path("join") {
       (post & faulty(ApiCall.Join) & entity(as[Array[Byte]])) { body =>
         Protocol.parse[JoinRequest](body) match
@@ -182,12 +189,13 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
       complete(json(HeartbeatReply(registry.bumpConfig())))
     },
     // MQTT devices hear of new configuration when it is pushed: to the fleet's topic, or to each device's own.
-    (path("config" / "push") & post & parameter("to".withDefault("fleet"))) { to =>
+    // The push names where the document is, at the address the admin call reached this controller by.
+    (path("config" / "push") & post & parameter("to".withDefault("fleet")) & extractUri) { (to, uri) =>
       broker match
         case None => complete(StatusCodes.NotFound, "this controller runs no MQTT broker (run --transport mqtt)")
         case Some(b) if to == "fleet" || to == "each" =>
           val seq = registry.bumpConfig()
-          val payload = s"""{"configSeq":$seq}"""
+          val payload = s"""{"configSeq":$seq,"url":"${uri.scheme}://${uri.authority}/api/v1/config/$seq"}"""
           val pushed = if to == "fleet" then { b.publish(MqttBroker.FleetTopic, payload); 1 } else b.pushEach(payload)
           complete(json(Pushed(seq, pushed)))
         case Some(_) => complete(StatusCodes.BadRequest, "to must be fleet (one message on fleet/config) or each (one on each devices/ID/config)")

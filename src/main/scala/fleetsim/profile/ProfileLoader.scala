@@ -318,7 +318,8 @@ object ProfileLoader:
         }
 
     private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain") else Set("name", "method", "path", "headers", "keep")) ++ BodyKeys
+    private val HttpKeys = Set("method", "headers", "keep")
+    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++ BodyKeys
 
     /** A variable set for templates of one place: identity, constants, per-call values, kept values
       * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).
@@ -357,12 +358,16 @@ object ProfileLoader:
 
     private def call(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
         notAdmitted: Set[Int]): TemplateCall =
-      if mqtt then publish(block, kindOf, what, message) else httpCall(block, kindOf, what, atJoin, message, notAdmitted)
+      if !mqtt then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "path")
+      // An MQTT device fetches a document over HTTP(S) by its URL, often one a push named: never through its session.
+      else if block.containsKey("url") then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "url")
+      else publish(block, kindOf, what, message)
 
     /** An MQTT device's call: a publish to a topic, at QoS 0 or 1; it keeps nothing (a PUBACK says nothing). */
     private def publish(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
       val c = block.toConfig
-      if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\"")
+      if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\", or a url to fetch")
+      HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain and a body"))
       val topic = compileCall(string(c, "topic"), c.getValue("topic"), atJoin = false, Escape.None, s"$what.topic")
       val qos = qosOf(c, "qos", what, default = 1)
       val retain = c.hasPath("retain") && boolean(c, "retain", what)
@@ -399,14 +404,19 @@ object ProfileLoader:
           (compileCall(text, form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
       }
 
+    /** An HTTP call to a path on the controller, or (`target` url) to an absolute URL. */
     private def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
-        notAdmitted: Set[Int]): TemplateCall =
+        notAdmitted: Set[Int], target: String): TemplateCall =
       val c = block.toConfig
-      if !c.hasPath("path") then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
+      if !c.hasPath(target) then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
+      if target == "url" then
+        if c.hasPath("topic") then failAt(c, "topic", s"$what has both a url and a topic: a call either fetches a url or publishes")
+        if !string(c, "url").contains("{{") && !validUrl(string(c, "url")) then
+          failAt(c, "url", s"$what.url must be an absolute http:// or https:// URL, like \"https://config.example.com/devices/{{clientId}}\" or \"{{configUrl}}\"")
       val bodied = bodyOf(c, what, atJoin)
       val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
       if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
-      val path = compileCall(string(c, "path"), c.getValue("path"), atJoin, Escape.None, s"$what.path")
+      val path = compileCall(string(c, target), c.getValue(target), atJoin, Escape.None, s"$what.$target")
       val (body, contentType) = (bodied.map(_._1), bodied.map(_._2))
       val listed = if !c.hasPath("headers") then Seq.empty else
         val h = obj(c, "headers", s"$what.headers")
@@ -419,7 +429,14 @@ object ProfileLoader:
       val headers =
         if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
         else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
-      TemplateCall(kindOf(block.get("path")), method, path, headers, body, keepsOf(block, what), reactions, notAdmitted, message, walkBase)
+      TemplateCall(kindOf(block.get(target)), method, path, headers, body, keepsOf(block, what), reactions, notAdmitted, message, walkBase,
+        toUrl = target == "url")
+
+    private def validUrl(text: String): Boolean =
+      try
+        val uri = java.net.URI(text)
+        (uri.getScheme == "http" || uri.getScheme == "https") && uri.getHost != null
+      catch case _: java.net.URISyntaxException => false
 
     /** The values a call's reply (or a push) is read for, each with the way it is read. */
     private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =

@@ -101,6 +101,42 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "fetch over HTTP the document a push names, then acknowledge it" in {
+      val profile = Files.writeString(Files.createTempFile(dir, "fetch", ".conf"), """
+        name = "iot-mqtt-fetch"
+        transport = mqtt
+        messages.telemetry { interval = 10s, topic = "devices/{{clientId}}/telemetry", json = "{\"seq\":{{seq}}}" }
+        pushes {
+          topics = ["fleet/config"]
+          keep {
+            configSeq { json = "/configSeq", default = 0 }
+            configUrl { json = "/url", type = text, default = "" }
+          }
+        }
+        triggers.config {
+          when { newer = configSeq, than = appliedConfigSeq }
+          calls = [
+            { name = fetch, url = "{{configUrl}}", keep { fetchedSeq { json = "/configSeq", default = 0 } } }
+            { name = applied, topic = "devices/{{clientId}}/applied", json = "{\"configSeq\":{{fetchedSeq}}}" }
+          ]
+        }
+        """)
+      val c = config(s"""fleetsim.device-profile = "$profile"""")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
+        val controller = run.controller.get
+        val reply = post(s"${controller.url}/admin/config/push?to=fleet")
+        assert(reply.contains("\"configSeq\":2"), reply)
+        eventually(assert(run.metrics.snapshot().pushes.acknowledged == Devices))
+        assert(controller.counts.received("config") == Devices) // each device fetched the document once, over HTTP
+        eventually(assert(controller.counts.received("applied") == Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.messages("fetch").ok == Devices && summary.messages("fetch").failed == 0)
+        assert(summary.messages("applied").ok == Devices)
+      }
+    }
+
     "reconnect every device, spread out, when the broker drops all sessions at once" in {
       val c = config(s"""fleetsim.device-profile = "$quickProfile"
         fleetsim.device.backoff { min = 1s, max = 4s }""")

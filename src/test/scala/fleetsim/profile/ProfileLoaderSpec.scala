@@ -118,6 +118,9 @@ class ProfileLoaderSpec extends AnyWordSpec:
       refusedMqtt("topic = \"devices/{{clientId}}/telemetry\"", "path = \"/telemetry\"", "unknown key 'path'")
       refusedMqtt("    qos = 1\n    json = \"\"\"{\"ts\"", "    qos = 2\n    json = \"\"\"{\"ts\"", "must be 0 or 1")
       refusedMqtt("messages {", "join { path = \"/join\" }\nmessages {", "unknown key 'join'")
+      refusedMqtt("    qos = 1\n    json = \"\"\"{\"ts\"", "    keep { x { json = \"/x\" } }\n    qos = 1\n    json = \"\"\"{\"ts\"",
+        "keep is for a call to a url; a publish has a topic")
+      refusedMqtt("    topic = \"devices/{{clientId}}/applied\"", "    url = \"ftp://127.0.0.1/config\"", "must be an absolute http:// or https:// URL")
     }
     "refuse --transport mqtt with an HTTP profile, and an MQTT profile over HTTP" in {
       val (code, _, err) = fleetsim("run", "--transport", "mqtt", "--device-profile", "ap-v1", "--devices", "1")
