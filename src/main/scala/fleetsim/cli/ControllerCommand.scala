@@ -11,7 +11,7 @@ import scala.concurrent.duration.*
 /** `fleetsim controller`: the reference controller in its own process, until Ctrl-C. */
 object ControllerCommand:
   val Flags: Seq[Flag] =
-    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.AgentKeyLifetime, Flag.IotTokens, Flag.Tls, Flag.ClientCertsRequired, Flag.Mqtt, Flag.MqttPort, Flag.Profile)
+    Seq(Flag.Port, Flag.SshPort, Flag.Host, Flag.HeartbeatInterval, Flag.StatsInterval, Flag.ConfigSize, Flag.ControllerSshPassword, Flag.StateDir, Flag.AgentKeyLifetime, Flag.IotTokens, Flag.Tls, Flag.ClientCertsRequired, Flag.Mqtt, Flag.MqttPort, Flag.SshGateways, Flag.Profile)
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("controller", Flags, args) match

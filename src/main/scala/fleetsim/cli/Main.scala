@@ -13,12 +13,13 @@ object Main:
       |  run         run a fleet of simulated devices against a controller (the embedded one by default)
       |  controller  run the reference controller alone
       |  node        carry devices for runs over a cluster (run --cluster)
+      |  ssh-gateway an SSH server of its own for the reference controller's devices' tunnels
       |  report DIR  rebuild DIR/report.html from the run's files in DIR (after a crash, say)
       |  profile     check a device profile (what its devices would send), or show a built-in one
       |
       |./fleetsim <command> --help lists a command's flags.""".stripMargin
 
-  private val Commands = Seq("run", "controller", "node", "report", "profile")
+  private val Commands = Seq("run", "controller", "node", "ssh-gateway", "report", "profile")
 
   def main(args: Array[String]): Unit =
     org.slf4j.LoggerFactory.getILoggerFactory // initialise logging before threads log, or SLF4J warns about replayed calls
@@ -31,6 +32,7 @@ object Main:
         case "run" :: rest => RunCommand(rest, out, err)
         case "controller" :: rest => ControllerCommand(rest, out, err)
         case "node" :: rest => NodeCommand(rest, out)
+        case "ssh-gateway" :: rest => SshGatewayCommand(rest, out)
         case "profile" :: rest => ProfileCommand(rest, out)
         case "report" :: ("--help" | "-h") :: _ => out.println("usage: ./fleetsim report DIR"); 0
         case "report" :: dir :: Nil => report(java.nio.file.Path.of(dir), out)

@@ -103,6 +103,8 @@ object Flag:
   val SshPort = Flag("ssh-port", "fleetsim.controller.ssh-port", ValueKind.Port, "SSH port of the reference controller")
   val ControllerSshPassword = Flag("ssh-password", "fleetsim.controller.ssh-password", ValueKind.Text, "also admit joined devices that log in with this password")
   val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.Text, "where the controller keeps its SSH host key")
+  val SshGateways = Flag("ssh-gateways", "fleetsim.controller.ssh-gateways", ValueKind.HostPorts,
+    "SSH servers started with ./fleetsim ssh-gateway, HOST:PORT,HOST:PORT: joins send each device to one of them, by MAC")
   val Dashboard = Flag("dashboard", "fleetsim.dashboard.enabled", ValueKind.Choice("on", "off"), "serve the live dashboard and /metrics")
   val DashboardHost = Flag("dashboard-host", "fleetsim.dashboard.host", ValueKind.Text, "address the dashboard binds to")
   val DashboardPort = Flag("dashboard-port", "fleetsim.dashboard.port", ValueKind.Port, "port of the dashboard and /metrics")

@@ -41,7 +41,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
 
   val route: Route =
     val all = concat(
-      pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(r.attribute(SshGateway.Tunnelled).isDefined, ip.toOption.fold("")(_.getHostAddress))))),
+      pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(tunnelled(r), ip.toOption.fold("")(_.getHostAddress))))),
       dialects.route,
       pathPrefix("admin")(loopbackOnly(admin)))
     if settings.clientCertsRequired then clientSubject(all) else all // the plain path as it was
@@ -57,6 +57,10 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
         inner
       case None => inner
     }
+
+  /** Through a tunnel: of this controller's SSH server, or of a gateway in a process of its own. */
+  private def tunnelled(request: HttpRequest): Boolean =
+    request.attribute(SshGateway.Tunnelled).isDefined || request.headers.exists(_.is(SshGateway.TunnelledHeader.toLowerCase))
 
   // ---- protocol v1 ----
 
@@ -82,7 +86,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
               case Some(Failure(_)) => complete(StatusCodes.BadRequest, "sshKey is not an OpenSSH public key")
               case _ =>
                 registry.join(join.mac, join.serial, join.model, join.firmware, key.map(_.get), address)
-                val ssh = gateway.map(g => SshEndpoint(g.address.getHostString, g.address.getPort))
+                val ssh = sshEndpointFor(join.mac)
                 accept(ApiCall.Join, tunnelled, JoinReply(settings.heartbeatInterval.toSeconds.toInt, settings.statsInterval.toSeconds.toInt, registry.configSeq, ssh))
       }
     },
@@ -115,6 +119,12 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
           }
         })
     })
+
+  /** Where a device opens its tunnel: one of the gateways, spread by MAC, or this controller's SSH server. */
+  private def sshEndpointFor(mac: String): Option[SshEndpoint] =
+    val gateways = settings.sshGateways
+    if gateways.nonEmpty then Some(gateways(Math.floorMod(mac.hashCode, gateways.size)))
+    else gateway.map(g => SshEndpoint(g.address.getHostString, g.address.getPort))
 
   private def accept[A: JsonValueCodec](kind: ApiCall, tunnelled: Boolean, reply: A): Route =
     registry.countReceived(kind.key, tunnelled)
@@ -168,6 +178,15 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   private def admin: Route = concat(
     (path("counts") & get) {
       complete(json(counts))
+    },
+    // A gateway's question: is this the key the device joined with?
+    (path("ssh" / "admits") & post & entity(as[Array[Byte]])) { body =>
+      val check = scala.util.Try(readFromArray[SshGateway.KeyCheck](body)).toOption
+      val key = check.flatMap(c => Try(PublicKeyEntry.parsePublicKeyEntry(c.key).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING)).toOption)
+      (check, key) match
+        case (Some(c), Some(k)) if registry.admits(c.user, k) => complete(StatusCodes.NoContent)
+        case (Some(_), Some(_)) => complete(StatusCodes.Forbidden)
+        case _ => complete(StatusCodes.BadRequest, "expected {user, key} with an OpenSSH public key")
     },
     (path("ssh" / "drop") & post & parameter("fraction".as[Double].withDefault(1.0))) { fraction =>
       gateway match

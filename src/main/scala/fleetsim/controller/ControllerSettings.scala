@@ -3,6 +3,7 @@ package fleetsim.controller
 import com.typesafe.config.Config
 
 import fleetsim.finiteDuration
+import fleetsim.transport.SshEndpoint
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
 
@@ -23,7 +24,8 @@ final case class ControllerSettings(
     iotTokens: Option[Path],
     tls: Boolean,
     clientCertsRequired: Boolean,
-    mqttPort: Int = 0):
+    mqttPort: Int = 0,
+    sshGateways: Seq[SshEndpoint] = Nil):
   require(port >= 0 && port <= 65535, "the controller port must be between 0 and 65535")
   require(heartbeatInterval >= 1.second, "the heartbeat interval must be at least 1s")
   require(statsInterval >= 1.second, "the stats interval must be at least 1s")
@@ -58,4 +60,8 @@ object ControllerSettings:
       iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(Paths.get(_)),
       tls = c.getBoolean("tls"),
       clientCertsRequired = c.getBoolean("client-certs-required"),
-      mqttPort = c.getInt("mqtt-port"))
+      mqttPort = c.getInt("mqtt-port"),
+      sshGateways = c.getString("ssh-gateways").split(',').map(_.trim).filter(_.nonEmpty).toSeq.map { hp =>
+        val (host, port) = fleetsim.hostPort(hp, "--ssh-gateways")
+        SshEndpoint(host, port)
+      })

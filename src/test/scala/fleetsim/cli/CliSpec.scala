@@ -186,6 +186,7 @@ class CliSpec extends AnyWordSpec with Eventually:
         "--discovery config needs the nodes' management addresses in a --config file: pekko.discovery.config.services.fleetsim-nodes.endpoints")
       assertUsageError(fleetsim("node", "--management-port", "7700"), "--management-port does nothing without --discovery: add --discovery")
       assertUsageError(fleetsim("controller", "--mqtt-port", "1884"), "--mqtt-port does nothing without --mqtt: add --mqtt")
+      assertUsageError(fleetsim("ssh-gateway", "--ssh-port", "0"), "ssh-gateway needs --controller URL")
     }
   }
 

@@ -20,9 +20,9 @@ import scala.jdk.CollectionConverters.*
   */
 class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
   /** A child JVM running fleetsim; its output lines are kept for the test to wait on. */
-  private final class Child(args: String*):
+  private final class Child(heap: String, args: String*):
     private val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
-    val process: Process = ProcessBuilder((Seq(java, "-Xmx384m", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args).asJava)
+    val process: Process = ProcessBuilder((Seq(java, s"-Xmx$heap", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args).asJava)
       .redirectErrorStream(true).start()
     private val lines = LinkedBlockingQueue[String]()
     private val buffer = StringBuilder()
@@ -48,7 +48,8 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
       process.exitValue
 
   private val children = scala.collection.mutable.ListBuffer.empty[Child]
-  private def child(args: String*): Child = { val c = Child(args*); children += c; c }
+  private def child(args: String*): Child = withHeap("384m", args*)
+  private def withHeap(heap: String, args: String*): Child = { val c = Child(heap, args*); children += c; c }
   override def afterAll(): Unit = children.foreach(_.process.destroyForcibly())
 
   /** Devices that backed off during the cold start (a new JVM's first seconds refuse calls as
@@ -62,9 +63,9 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
   private def freePort(): Int = { val s = ServerSocket(0); try s.getLocalPort finally s.close() }
 
   /** Three nodes joined through the first. */
-  private def cluster(): (Int, Seq[Child]) =
+  private def cluster(heap: String = "384m"): (Int, Seq[Child]) =
     val ports = Seq.fill(3)(freePort())
-    val nodes = ports.map(p => child("node", "--cluster-port", p.toString, "--seed-nodes", s"127.0.0.1:${ports.head}"))
+    val nodes = ports.map(p => withHeap(heap, "node", "--cluster-port", p.toString, "--seed-nodes", s"127.0.0.1:${ports.head}"))
     nodes.foreach(_.awaitLine("fleetsim: node"))
     (ports.head, nodes)
 
@@ -131,6 +132,40 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
         assert(driver.findElement(By.id("tables")).getText.contains("lost"))
         Browser.screenshot(driver, "report-cluster.png")
       }
+    }
+  }
+
+  "an SSH fleet with more tunnels than one process may hold open" should {
+    "run over three nodes, its 24,000 tunnels served by two SSH gateways" in {
+      val state = Files.createTempDirectory("fleetsim-gateways")
+      val (http, gateways) = (freePort(), Seq.fill(2)(freePort()))
+      val url = s"http://127.0.0.1:$http"
+      child("controller", "--port", http.toString, "--ssh-gateways", gateways.map(g => s"127.0.0.1:$g").mkString(","),
+        "--heartbeat-interval", "30s", "--stats-interval", "300s", "--state-dir", state.resolve("controller").toString)
+        .awaitLine("fleetsim controller listening")
+      gateways.map(g => withHeap("2g", "ssh-gateway", "--controller", url, "--ssh-port", g.toString, "--state-dir", state.resolve(s"gateway-$g").toString))
+        .foreach(_.awaitLine("fleetsim ssh-gateway: SSH on"))
+      val (seed, _) = cluster(heap = "2600m") // a node's share over the two others is 12,000 tunnels, at about 100 KB each
+      val results = Files.createTempDirectory("fleetsim-cluster")
+      val run = child("run", "--config", quickBackoff, "--cluster", s"127.0.0.1:$seed", "--cluster-nodes", "3", "--controller", url,
+        "--transport", "ssh", "--devices", "24000", "--ramp-rate", "500", "--max-handshakes", "32", "--dashboard", "off", "--results", results.toString)
+      awaitReporting(results, 24000, within = 600)
+      signal("TERM", run) // Ctrl-C's way: the summary is written on the way out
+      run.exit(120)
+      val summary = Summary.read(results.resolve(Summary.FileName))
+      assert(summary.run.stopReason == "interrupted" && summary.devices.byState("Reporting") == 24000, run.output)
+      assert(summary.tunnels.get.upAtEnd == 24000)
+      val nodes = summary.cluster.get.nodes
+      assert(nodes.size == 3 && nodes.values.sum == 24000 && nodes.values.forall(n => n > 0 && n < 19000), nodes) // none could hold it alone
+      val counts = java.net.http.HttpClient.newHttpClient().send(
+        java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray()).body
+      import fleetsim.controller.ControllerRoutes.given
+      val controller = com.github.plokhotnyuk.jsoniter_scala.core.readFromArray[fleetsim.controller.ControllerCounts](counts)
+      // Under the handshake storm a few joins time out at the device after the controller took them: counted failed, and received.
+      for (kind, m) <- summary.messages do
+        val received = controller.received(kind)
+        assert(m.ok <= received && received <= m.ok + m.failed, s"$kind: ${m.ok} delivered, ${m.failed} failed, $received received")
+      assert(controller.tunnelled("heartbeat") == controller.received("heartbeat")) // every heartbeat through a gateway's tunnel
     }
   }
 
