@@ -73,7 +73,6 @@ final class FleetRun private (
         _ <- devices.quiesce()
         _ <- drained(Deadline.now + settings.http.requestTimeout + 1.second)
         snapshot <- devices.snapshot()
-        _ <- devices.stop()
       yield
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
@@ -84,8 +83,11 @@ final class FleetRun private (
         Summary.write(summary, settings.resultsDir)
         Report.write(settings.resultsDir)
         summary
+      // The results are written before the devices stop: stopping tens of thousands of sessions over
+      // a cluster can outlast the shutdown's time for this phase, and results must not be lost.
       val closed = for
         summary <- done
+        _ <- devices.stop()
         _ <- devices.close()
         _ <- controller.fold(Future.successful(Done))(_.stop())
       yield summary

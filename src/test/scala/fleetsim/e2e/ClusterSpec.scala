@@ -151,7 +151,8 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
         "--transport", "ssh", "--devices", "24000", "--ramp-rate", "500", "--max-handshakes", "32", "--dashboard", "off", "--results", results.toString)
       awaitReporting(results, 24000, within = 600)
       signal("TERM", run) // Ctrl-C's way: the summary is written on the way out
-      run.exit(120)
+      run.exit(180)
+      assert(Files.exists(results.resolve(Summary.FileName)), s"no summary.json; the run's output ended:\n${run.output.takeRight(4000)}")
       val summary = Summary.read(results.resolve(Summary.FileName))
       assert(summary.run.stopReason == "interrupted" && summary.devices.byState("Reporting") == 24000, run.output)
       assert(summary.tunnels.get.upAtEnd == 24000)
