@@ -17,3 +17,7 @@ def hostPort(text: String, setting: String): (String, Int) =
   port match
     case Some(p) => (text.substring(0, at).stripPrefix("[").stripSuffix("]"), p)
     case None => throw IllegalArgumentException(s"$setting must look like HOST:PORT, e.g. 127.0.0.1:2222 (got '$text')")
+
+/** "host:port,host:port" as pairs; empty for none. */
+def hostPorts(text: String, setting: String): Seq[(String, Int)] =
+  text.split(',').map(_.trim).filter(_.nonEmpty).toSeq.map(hostPort(_, setting))

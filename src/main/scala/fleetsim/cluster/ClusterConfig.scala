@@ -1,7 +1,7 @@
 package fleetsim.cluster
 
 import com.typesafe.config.{Config, ConfigFactory, ConfigValueFactory}
-import fleetsim.hostPort
+import fleetsim.hostPorts
 
 import scala.jdk.CollectionConverters.*
 
@@ -21,7 +21,7 @@ object ClusterConfig:
   def node(config: Config): Config =
     val port = config.getInt("fleetsim.cluster.port")
     val host = config.getString("fleetsim.cluster.host")
-    val seeds = seedNodes(config.getString("fleetsim.cluster.seed-nodes"), "--seed-nodes")
+    val seeds = hostPorts(config.getString("fleetsim.cluster.seed-nodes"), "--seed-nodes")
     val discovery = config.getString("fleetsim.cluster.discovery")
     if discovery.isEmpty then member(config, host, port, NodeAgent.Role, if seeds.isEmpty then Seq(host -> port) else seeds)
     else
@@ -41,7 +41,7 @@ object ClusterConfig:
 
   /** `run --cluster HOST:PORT`: the run's own member, on a free port, with no devices. */
   def runner(config: Config): Config =
-    member(config, config.getString("fleetsim.cluster.host"), 0, "run", seedNodes(config.getString("fleetsim.cluster.join"), "--cluster"))
+    member(config, config.getString("fleetsim.cluster.host"), 0, "run", hostPorts(config.getString("fleetsim.cluster.join"), "--cluster"))
 
   private def member(config: Config, host: String, port: Int, role: String, seeds: Seq[(String, Int)]): Config =
     ConfigFactory.empty
@@ -62,7 +62,3 @@ object ClusterConfig:
       val theirs = config.hasPath(path) && Option(config.getValue(path).origin.resource).forall(!_.endsWith("reference.conf"))
       if theirs then kept else kept.withValue(path, cluster.getValue(path))
     }
-
-  /** HOST:PORT,HOST:PORT */
-  def seedNodes(text: String, flag: String): Seq[(String, Int)] =
-    text.split(',').map(_.trim).filter(_.nonEmpty).toSeq.map(hostPort(_, flag))

@@ -58,9 +58,11 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
       case None => inner
     }
 
+  private val tunnelledHeader = SshGateway.TunnelledHeader.toLowerCase
+
   /** Through a tunnel: of this controller's SSH server, or of a gateway in a process of its own. */
   private def tunnelled(request: HttpRequest): Boolean =
-    request.attribute(SshGateway.Tunnelled).isDefined || request.headers.exists(_.is(SshGateway.TunnelledHeader.toLowerCase))
+    request.attribute(SshGateway.Tunnelled).isDefined || request.headers.exists(_.is(tunnelledHeader))
 
   // ---- protocol v1 ----
 
@@ -81,7 +83,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
           case None => complete(StatusCodes.BadRequest, "expected {mac, serial, model, firmware, sshKey?}")
           case Some(join) if registry.isForbidden(join.mac) => refuse(ApiCall.Join)
           case Some(join) =>
-            val key = join.sshKey.filter(_.nonEmpty).map(k => Try(PublicKeyEntry.parsePublicKeyEntry(k).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING)))
+            val key = join.sshKey.filter(_.nonEmpty).map(publicKey)
             key match
               case Some(Failure(_)) => complete(StatusCodes.BadRequest, "sshKey is not an OpenSSH public key")
               case _ =>
@@ -125,6 +127,10 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     val gateways = settings.sshGateways
     if gateways.nonEmpty then Some(gateways(Math.floorMod(mac.hashCode, gateways.size)))
     else gateway.map(g => SshEndpoint(g.address.getHostString, g.address.getPort))
+
+  /** An OpenSSH public key line (`ssh-ed25519 AAAA...`), as a device presents it. */
+  private def publicKey(text: String): Try[java.security.PublicKey] =
+    Try(PublicKeyEntry.parsePublicKeyEntry(text).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING))
 
   private def accept[A: JsonValueCodec](kind: ApiCall, tunnelled: Boolean, reply: A): Route =
     registry.countReceived(kind.key, tunnelled)
@@ -181,8 +187,8 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     },
     // A gateway's question: is this the key the device joined with?
     (path("ssh" / "admits") & post & entity(as[Array[Byte]])) { body =>
-      val check = scala.util.Try(readFromArray[SshGateway.KeyCheck](body)).toOption
-      val key = check.flatMap(c => Try(PublicKeyEntry.parsePublicKeyEntry(c.key).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING)).toOption)
+      val check = Try(readFromArray[SshGateway.KeyCheck](body)).toOption
+      val key = check.flatMap(c => publicKey(c.key).toOption)
       (check, key) match
         case (Some(c), Some(k)) if registry.admits(c.user, k) => complete(StatusCodes.NoContent)
         case (Some(_), Some(_)) => complete(StatusCodes.Forbidden)

@@ -61,7 +61,4 @@ object ControllerSettings:
       tls = c.getBoolean("tls"),
       clientCertsRequired = c.getBoolean("client-certs-required"),
       mqttPort = c.getInt("mqtt-port"),
-      sshGateways = c.getString("ssh-gateways").split(',').map(_.trim).filter(_.nonEmpty).toSeq.map { hp =>
-        val (host, port) = fleetsim.hostPort(hp, "--ssh-gateways")
-        SshEndpoint(host, port)
-      })
+      sshGateways = fleetsim.hostPorts(c.getString("ssh-gateways"), "--ssh-gateways").map(SshEndpoint.apply))

@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.{JsonReader, JsonReaderExcepti
 import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
 import fleetsim.fleet.FleetSettings
-import fleetsim.transport.{ConnectionMode, MessageKind}
+import fleetsim.transport.{ConnectionMode, MessageKind, UrlTransport}
 import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
 
 import java.io.File
@@ -411,7 +411,7 @@ object ProfileLoader:
       if !c.hasPath(target) then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
       if target == "url" then
         if c.hasPath("topic") then failAt(c, "topic", s"$what has both a url and a topic: a call either fetches a url or publishes")
-        if !string(c, "url").contains("{{") && !validUrl(string(c, "url")) then
+        if !string(c, "url").contains("{{") && UrlTransport.split(string(c, "url")).isEmpty then
           failAt(c, "url", s"$what.url must be an absolute http:// or https:// URL, like \"https://config.example.com/devices/{{clientId}}\" or \"{{configUrl}}\"")
       val bodied = bodyOf(c, what, atJoin)
       val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
@@ -431,12 +431,6 @@ object ProfileLoader:
         else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
       TemplateCall(kindOf(block.get(target)), method, path, headers, body, keepsOf(block, what), reactions, notAdmitted, message, walkBase,
         toUrl = target == "url")
-
-    private def validUrl(text: String): Boolean =
-      try
-        val uri = java.net.URI(text)
-        (uri.getScheme == "http" || uri.getScheme == "https") && uri.getHost != null
-      catch case _: java.net.URISyntaxException => false
 
     /** The values a call's reply (or a push) is read for, each with the way it is read. */
     private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =

@@ -43,6 +43,14 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
     HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI(url)).POST(HttpRequest.BodyPublishers.noBody()).build(),
       HttpResponse.BodyHandlers.ofString()).body()
 
+  /** Pushes config 2 on the fleet's topic and waits until every device has acknowledged it. */
+  private def pushedToFleet(run: FleetRun): fleetsim.controller.Controller =
+    val controller = run.controller.get
+    val reply = post(s"${controller.url}/admin/config/push?to=fleet")
+    assert(reply.contains("\"configSeq\":2"), reply)
+    eventually(assert(run.metrics.snapshot().pushes.acknowledged == Devices))
+    controller
+
   "An MQTT fleet against the embedded broker" should {
     "bring every device to Reporting, the controller receiving what the devices delivered" in {
       val c = config(s"""fleetsim.device-profile = "$quickProfile"""")
@@ -83,10 +91,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
-        val controller = run.controller.get
-        val reply = post(s"${controller.url}/admin/config/push?to=fleet")
-        assert(reply.contains("\"configSeq\":2"), reply)
-        eventually(assert(run.metrics.snapshot().pushes.acknowledged == Devices))
+        val controller = pushedToFleet(run)
         eventually(assert(controller.counts.received("applied") == Devices))
         val each = post(s"${controller.url}/admin/config/push?to=each")
         assert(each.contains(s"\"messages\":$Devices"), each)
@@ -125,10 +130,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
-        val controller = run.controller.get
-        val reply = post(s"${controller.url}/admin/config/push?to=fleet")
-        assert(reply.contains("\"configSeq\":2"), reply)
-        eventually(assert(run.metrics.snapshot().pushes.acknowledged == Devices))
+        val controller = pushedToFleet(run)
         assert(controller.counts.received("config") == Devices) // each device fetched the document once, over HTTP
         eventually(assert(controller.counts.received("applied") == Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
