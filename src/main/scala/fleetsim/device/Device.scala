@@ -53,6 +53,7 @@ object Device:
     *                has no join call; None = plain HTTP, no Tunneling
     * @param wheel wakes the devices for their periodic sends and retries
     * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
+    * @param dispatchers device i runs on dispatcher i % size ([[DeviceDispatcher]]); none = Pekko's default
     */
   final case class Shared(
       profile: DeviceProfile,
@@ -62,7 +63,8 @@ object Device:
       events: DeviceEvents,
       wheel: TimingWheel,
       random: RandomGenerator,
-      clock: () => Long = () => System.nanoTime()):
+      clock: () => Long = () => System.nanoTime(),
+      dispatchers: IndexedSeq[String] = IndexedSeq.empty):
     require(profile.messages.size <= due.size, s"a profile may have at most ${due.size} periodic messages")
     require(profile.join.isDefined || tunnels.isDefined, s"profile ${profile.name} joins by opening a session, and the fleet opens none")
     /** The periodic message a kind belongs to, by kind index; -1 for the join's and triggers' kinds. */
@@ -71,12 +73,13 @@ object Device:
     private[device] val jitterOf: Array[Double] = profile.messages.map(_.jitter.getOrElse(settings.jitter)).toArray
     /** Each periodic message: whether its replies, when Ok, keep nothing (MQTT publishes). */
     private[device] val keepsNothing: Array[Boolean] = profile.messages.map(_.calls.forall(_.keepsNothing)).toArray
+    /** In its own mailbox; one deployment for all devices on a dispatcher, where `withMailbox` would make one each. */
+    private[device] val deploys =
+      if dispatchers.isEmpty then IndexedSeq(Deploy(mailbox = DeviceMailbox.id))
+      else dispatchers.map(d => Deploy(mailbox = DeviceMailbox.id, dispatcher = d))
 
   /** Device number `i` of the fleet; `context.actorOf` it, and `toTyped[Command]` its ref. */
-  def props(i: Int, shared: Shared): Props = Props(new Device(i, shared)).copy(deploy = deploy)
-
-  /** In its own mailbox; one deployment for all devices, where `withMailbox` would make one each. */
-  private val deploy = Deploy(mailbox = DeviceMailbox.id)
+  def props(i: Int, shared: Shared): Props = Props(new Device(i, shared)).copy(deploy = shared.deploys(i % shared.deploys.size))
 
   private val log = LoggerFactory.getLogger(classOf[Device])
 

@@ -1,5 +1,6 @@
 package fleetsim.device
 
+import fleetsim.transport.IoThreads
 import org.apache.pekko.actor.ActorRef
 
 import java.util.concurrent.locks.LockSupport
@@ -19,11 +20,16 @@ import scala.concurrent.duration.*
   * Targets are classic refs, which the devices are: a typed ref would be a new adapter per wake-up,
   * kept a minute and so copied by the collector into the old generation.
   *
+  * Devices that run on their transport's I/O threads ([[DeviceDispatcher]]) get a wheel on each of
+  * those threads instead, ticking there: a wake-up fires on the thread that asked for it, where its
+  * device runs, and a tick's sends wake no thread at all.
+  *
   * @param clock nanoseconds (System.nanoTime; a test's manual time)
   * @param slots one turn of the wheel; wake-ups further out wait in their slot for their turn
+  * @param on I/O threads to tick on, a wheel each; None = one wheel on a thread of its own
   */
 final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: FiniteDuration = 10.millis,
-    slots: Int = 1 << 15):
+    slots: Int = 1 << 15, on: Option[IoThreads] = None):
   private final class Slot:
     // Empty until used: most of the 32,768 slots are, in a small fleet.
     var targets = Array.empty[ActorRef]
@@ -59,39 +65,55 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Any]]
       dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
 
-  private val wheel = Array.fill(slots)(Slot())
+  /** One wheel and the ticks it has run. */
+  private final class Ring:
+    private val wheel = Array.fill(slots)(Slot())
+    @volatile private var now = 0L // ticks run so far
+
+    def add(target: ActorRef, message: Any, due: Long): Unit =
+      val slot = wheel((due % slots).toInt)
+      val passed = slot.synchronized {
+        // The ticker may already have run past this tick (it lags the clock by up to a tick): due now.
+        val passed = due <= now
+        if !passed then slot.add(target, message, due)
+        passed
+      }
+      if passed then target.tell(message, ActorRef.noSender)
+
+    /** Runs the ticks due by the clock; the time elapsed and when the next tick is due. */
+    def catchUp(): Long =
+      val elapsed = clock() - start
+      while now < elapsed / tickNanos do
+        val at = now + 1
+        now = at
+        val slot = wheel((at % slots).toInt)
+        slot.synchronized(slot.fireDue(at))
+      (now + 1) * tickNanos - elapsed
+
   private val tickNanos = tick.toNanos
   private val start = clock()
-  @volatile private var now = 0L // ticks run so far
   @volatile private var closed = false
-  private val ticker = Thread(() => run(), "fleetsim-timing-wheel")
-  ticker.setDaemon(true)
-  ticker.start()
+  private val rings = Array.fill(on.fold(1)(_.size))(Ring())
+  private val stop: () => Unit = on match
+    case Some(io) =>
+      // Each tick asks for the next at the clock's next tick, not at a fixed rate: a rate keeps the
+      // phase its first run happened to have (5 ms late, measured), and the wheel's ticks are on the clock.
+      def tickOn(thread: Int): Unit = if !closed then io.after(thread, rings(thread).catchUp().nanos)(() => tickOn(thread))
+      rings.indices.foreach(tickOn)
+      () => ()
+    case None =>
+      val ticker = Thread(() => while !closed do LockSupport.parkNanos(rings(0).catchUp()), "fleetsim-timing-wheel")
+      ticker.setDaemon(true)
+      ticker.start()
+      () => LockSupport.unpark(ticker)
 
-  /** Sends `message` to `target` after `delay`, never earlier, and at most a tick or so later. */
+  /** Sends `message` to `target` after `delay`, never earlier, and at most a tick or so later; on
+    * I/O threads, from the thread that asks.
+    */
   def wake(delay: FiniteDuration, target: ActorRef, message: Any): Unit =
     val due = (clock() - start + delay.toNanos + tickNanos - 1) / tickNanos
-    val slot = wheel((due % slots).toInt)
-    val passed = slot.synchronized {
-      // The ticker may already have run past this tick (it lags the clock by up to a tick): due now.
-      val passed = due <= now
-      if !passed then slot.add(target, message, due)
-      passed
-    }
-    if passed then target.tell(message, ActorRef.noSender)
+    rings(on.fold(0)(_.current.max(0))).add(target, message, due)
 
   def close(): Unit =
     closed = true
-    LockSupport.unpark(ticker)
-
-  private def run(): Unit =
-    while !closed do
-      val elapsed = clock() - start
-      while now < elapsed / tickNanos do advance()
-      LockSupport.parkNanos((now + 1) * tickNanos - elapsed) // until the next tick is due
-
-  private def advance(): Unit =
-    val at = now + 1
-    now = at
-    val slot = wheel((at % slots).toInt)
-    slot.synchronized(slot.fireDue(at))
+    stop()

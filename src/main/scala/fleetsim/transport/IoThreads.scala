@@ -1,0 +1,19 @@
+package fleetsim.transport
+
+import scala.concurrent.duration.FiniteDuration
+
+/** The threads a transport does its I/O on, offered to its devices. Device i's connection is on
+  * thread `of(i)`; when its actor runs there and its wake-ups fire there, a send is written by the
+  * thread that made it and its reply read by the same, and no other thread is woken for either
+  * (BENCHMARKS.md, "MQTT devices on their connections' event loop"). Their work must never block.
+  */
+trait IoThreads:
+  def size: Int
+  /** The thread device `device`'s connection is on. */
+  def of(device: Int): Int = device % size
+  /** The thread calling this, or -1 when it is none of them. */
+  def current: Int
+  /** Runs `task` on thread `thread`: without waking it when it is the caller. */
+  def execute(thread: Int, task: Runnable): Unit
+  /** Runs `task` once on thread `thread`, `delay` from now. */
+  def after(thread: Int, delay: FiniteDuration)(task: () => Unit): Unit
