@@ -15,6 +15,7 @@ object Programs:
     program
 
   def sshd: Path = require("OpenSSH's sshd", "/usr/sbin/sshd", "openssh-server")
+  def ssh: Path = require("OpenSSH's ssh", "/usr/bin/ssh", "openssh-client")
   def sshKeygen: Path = require("OpenSSH's ssh-keygen", "/usr/bin/ssh-keygen", "openssh-client")
   def chromium: Path = require("Chromium", "/usr/bin/chromium", "chromium")
   def chromedriver: Path = require("ChromeDriver", "/usr/bin/chromedriver", "chromium-driver")

@@ -2,12 +2,13 @@ package fleetsim.e2e
 
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.cli.{FleetRun, RunSettings}
-import fleetsim.controller.{Controller, ControllerSettings, Registry}
+import fleetsim.controller.{Controller, ControllerSettings, Registry, SshGateway}
 import fleetsim.device.DeviceState.*
 import fleetsim.metrics.ProcessWatch
 import fleetsim.protocol.ApiCall
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
+import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntry}
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
@@ -15,6 +16,7 @@ import org.scalatest.wordspec.AnyWordSpec
 
 import java.net.{InetAddress, ServerSocket}
 import java.nio.file.{Files, Path}
+import java.util.concurrent.TimeUnit
 import scala.concurrent.Await
 import scala.concurrent.duration.*
 
@@ -133,6 +135,40 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
           val summary = Await.result(run.finish("test over"), 30.seconds)
           assert(summary.tunnels.get.failures("hostKeyRejected") >= 10)
         finally Await.result(controller.stop(), 10.seconds)
+      }
+    }
+
+    "tunnel through an ssh-gateway of the controller's, which refuses a key the controller did not admit" in {
+      val state = Files.createTempDirectory("fleetsim-ssh")
+      val gatewayPort = { val s = ServerSocket(0, 1, InetAddress.getLoopbackAddress); try s.getLocalPort finally s.close() }
+      val c0 = config(20, s"""fleetsim.controller.ssh-gateways = "127.0.0.1:$gatewayPort"""", state)
+      withSystem(c0) {
+        val controller = Await.result(Controller.start(ControllerSettings(c0)), 10.seconds) // no SSH server of its own
+        val gateway = Await.result(SshGateway.forwarding(ControllerSettings(ConfigFactory.parseString(
+          s"""fleetsim.controller { ssh-port = $gatewayPort, state-dir = "$state/gateway" }""").withFallback(c0)), Uri(controller.url)), 10.seconds)
+        val run = Await.result(FleetRun.start(RunSettings(config(20, s"""fleetsim.controller.url = "${controller.url}"""", state))), 30.seconds)
+        try
+          eventually(assert(run.metrics.devicesByState(Reporting) == 20))
+          assert(gateway.sessions == 20)
+          // OpenSSH's client as device 0, which joined, with a key of its own: the gateway asks the controller, and refuses.
+          val key = state.resolve("stranger")
+          val keygen = ProcessBuilder(Programs.sshKeygen.toString, "-q", "-t", "ed25519", "-N", "", "-f", key.toString).start()
+          assert(keygen.waitFor(30, TimeUnit.SECONDS) && keygen.exitValue == 0)
+          val login = ProcessBuilder(Programs.ssh.toString, "-i", key.toString, "-p", gatewayPort.toString, "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", s"UserKnownHostsFile=$state/stranger_known_hosts", "-o", "IdentitiesOnly=yes",
+            "-N", s"${run.settings.fleet.mac(0)}@127.0.0.1").redirectErrorStream(true).start()
+          assert(login.waitFor(30, TimeUnit.SECONDS), "ssh neither logged in nor gave up")
+          val said = String(login.getInputStream.readAllBytes())
+          assert(login.exitValue == 255 && said.contains("Permission denied"), said)
+          assert(gateway.sessions == 20) // the devices' own sessions untouched
+          val before = controller.counts.received("heartbeat")
+          eventually(assert(controller.counts.received("heartbeat") >= before + 20))
+          Await.result(run.finish("test over"), 60.seconds)
+          val counts = controller.counts
+          assert(counts.received("heartbeat") > 0 && counts.tunnelled("heartbeat") == counts.received("heartbeat"))
+        finally
+          Await.result(gateway.stop(), 10.seconds)
+          Await.result(controller.stop(), 10.seconds)
       }
     }
 
