@@ -63,8 +63,7 @@ java -jar "$work/fleetsim.jar" profile show iot-mqtt | sed "s/interval = 10s/int
 fleet_row() {
   local n=$1 url=$2 label=$3 ramp=$4 out="$results/$3-$1"
   local total=$(( n / ramp + 30 + steady ))
-  local per_device=$([ "$label" = tls ] && echo 40000 || echo 12000) # as the launcher counts them (fleetsim.fleet.HeapBudget)
-  java -Xmx$(( 256 + n * per_device * 2 / 1048576 ))m -Xms256m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$work/fleetsim.jar" run --transport mqtt \
+  FLEETSIM_JAR="$work/fleetsim.jar" "$here/fleetsim" run --transport mqtt \
     --broker "$url" --ca-file "$work/ca.pem" --device-profile "$profile" --devices "$n" --ramp-rate "$ramp" \
     --duration "${total}s" --dashboard off --results "$out" > "$out.log" 2>&1 &
   local pid=$!
@@ -106,7 +105,7 @@ peer=()
 gobin="${MQTT_BENCHMARK:-$(go env GOPATH 2>/dev/null)/bin/mqtt-benchmark}"
 if [ ! -x "$gobin" ] && command -v go > /dev/null; then go install github.com/krylovsk/mqtt-benchmark@v0.2.0 > "$results/go-install.log" 2>&1 || true; fi
 echo "$(sed "s/interval = $interval/interval = 1s/" "$profile")" > "$work/peer.conf"
-java -Xmx1g -XX:+UseG1GC -jar "$work/fleetsim.jar" run --transport mqtt --broker "mqtt://127.0.0.1:$plain" --device-profile "$work/peer.conf" \
+FLEETSIM_JAR="$work/fleetsim.jar" "$here/fleetsim" run --transport mqtt --broker "mqtt://127.0.0.1:$plain" --device-profile "$work/peer.conf" \
   --devices "$peer_clients" --ramp-rate "$ramp" --duration "$(( peer_seconds + 5 ))s" --dashboard off --results "$results/peer-fleetsim" > "$results/peer-fleetsim.log" 2>&1 &
 pid=$!; cpu=0
 while kill -0 $pid 2>/dev/null; do c=$(ticks $pid 2>/dev/null || true); [ -z "$c" ] || cpu=$c; sleep 0.5; done

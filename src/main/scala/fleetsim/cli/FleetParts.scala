@@ -1,6 +1,6 @@
 package fleetsim.cli
 
-import fleetsim.device.{Device, TimingWheel}
+import fleetsim.device.{Device, DeviceDispatcher, TimingWheel}
 import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
 import fleetsim.tls.{CertificateAuthority, FleetTls, MqttTls}
 import fleetsim.transport.mqtt.MqttSessions
@@ -26,12 +26,11 @@ final class FleetParts private (val metrics: FleetMetrics, http: Transport, val 
 
   /** After the devices have stopped: closes their sessions, connections and the wheel. */
   def close()(using ExecutionContext): Future[Done] =
+    wheel.close()
     for
       _ <- tunnels.fold(Future.successful(Done))(_.close())
       _ <- http.close()
-    yield
-      wheel.close()
-      Done
+    yield Done
 
 object FleetParts:
   /** @param url the controller's (or, for MQTT, the broker's) URL
@@ -71,5 +70,9 @@ object FleetParts:
     val http = holding.fold(direct)(HeldBack.transport(direct, _))
     val tunnels = sshTunnels.orElse(mqttSessions).map(t => MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
-    val wheel = TimingWheel()
-    new FleetParts(metrics, http, tunnels, wheel, Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), tunnels, metrics, wheel, random))
+    // MQTT devices run, and their wheels tick, on their sessions' event loops (BENCHMARKS.md, "MQTT devices on their connections' event loop").
+    val io = mqttSessions.map(_.io)
+    val wheel = TimingWheel(on = io)
+    val dispatchers = io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
+    new FleetParts(metrics, http, tunnels, wheel,
+      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), tunnels, metrics, wheel, random, dispatchers = dispatchers))

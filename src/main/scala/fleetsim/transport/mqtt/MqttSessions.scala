@@ -12,6 +12,7 @@ import com.hivemq.client.mqtt.mqtt5.exceptions.{Mqtt5ConnAckException, Mqtt5PubA
 import com.hivemq.client.mqtt.mqtt5.message.connect.connack.Mqtt5ConnAckReasonCode
 import com.hivemq.client.mqtt.{MqttClient, MqttClientExecutorConfig, MqttClientSslConfig, MqttGlobalPublishFilter}
 import fleetsim.transport.*
+import io.netty.channel.EventLoop
 import io.netty.channel.nio.NioEventLoopGroup
 import io.netty.util.concurrent.{GenericFutureListener, Future as NettyFuture}
 import io.reactivex.schedulers.Schedulers
@@ -25,8 +26,9 @@ import scala.concurrent.{ExecutionContext, Future, Promise}
 import scala.jdk.FutureConverters.*
 import scala.jdk.CollectionConverters.*
 
-/** MQTT devices' connections: one HiveMQ client per device, all on one Netty event loop whatever
-  * the fleet's size. A device's connection is its join (CONNECT,
+/** MQTT devices' connections: one HiveMQ client per device, all on a Netty event loop a core
+  * whatever the fleet's size. Device i's client is on loop `io.of(i)`, and so are its actor and its
+  * wake-ups ([[IoThreads]]). A device's connection is its join (CONNECT,
   * CONNACK, SUBSCRIBE to its push topics) and its session: publishes travel through it, and pushes
   * come back on it. The client never reconnects by itself: a lost connection is the device's to
   * recover from, with its own backoff.
@@ -41,17 +43,36 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     extends Tunnels:
   import MqttSessions.*
 
-  private val eventLoop = NioEventLoopGroup(Runtime.getRuntime.availableProcessors, fleetsim.DaemonThreads("fleetsim-mqtt-io"))
-  private val executors = MqttClientExecutorConfig.builder()
-    .nettyExecutor(eventLoop)
-    .nettyThreads(Runtime.getRuntime.availableProcessors)
-    // Callbacks (PUBACKs, pushes, connects) run where the client completes them, on the event loop:
-    // what they do never blocks, and a hand-over to a thread pool of its own woke a sleeping thread
-    // for each publish (BENCHMARKS.md, "Where an MQTT publish's CPU goes").
-    .applicationScheduler(Schedulers.from((task: Runnable) => task.run()))
-    .build()
+  /** Event loops of one thread each, so that device i's client is on loop `io.of(i)` ([[IoThreads]]). */
+  private val loops =
+    val threads = fleetsim.DaemonThreads("fleetsim-mqtt-io")
+    IndexedSeq.fill(Runtime.getRuntime.availableProcessors)(NioEventLoopGroup(1, threads))
+  private val loop = loops.map(_.next())
+  private val executors = loops.map { group =>
+    MqttClientExecutorConfig.builder()
+      .nettyExecutor(group)
+      .nettyThreads(1)
+      // Callbacks (PUBACKs, pushes, connects) run where the client completes them, on the event loop:
+      // what they do never blocks, and a hand-over to a thread pool of its own woke a sleeping thread
+      // for each publish (BENCHMARKS.md, "Where an MQTT publish's CPU goes").
+      .applicationScheduler(Schedulers.from((task: Runnable) => task.run()))
+      .build()
+  }
 
-  /** Disconnects under way: the event loop stays up until they are done. */
+  /** The event loops, for these sessions' devices to run on: a device's publish is then written, and
+    * its PUBACK read, by the thread the device runs on.
+    */
+  val io: IoThreads = new IoThreads:
+    def size: Int = loop.size
+    def current: Int =
+      var i = 0
+      while i < size && !loop(i).inEventLoop do i += 1
+      if i < size then i else -1
+    def execute(thread: Int, task: Runnable): Unit = loop(thread).execute(task)
+    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): Unit =
+      loop(thread).schedule((() => task()): Runnable, delay.toNanos, TimeUnit.NANOSECONDS)
+
+  /** Disconnects under way: the event loops stay up until they are done. */
   private val closing = ConcurrentHashMap.newKeySet[CompletableFuture[?]]()
 
   def publicKey: Option[String] = None
@@ -69,7 +90,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       .identifier(identity.clientId)
       .serverHost(host)
       .serverPort(port)
-      .executorConfig(executors)
+      .executorConfig(executors(io.of(device)))
       // Before the CONNACK, a disconnect is the connect's failure, and the connect's future says so.
       .addDisconnectedListener((_: MqttClientDisconnectedContext) => if connected.get then lost.trySuccess(Done))
     ssl.foreach(builder.sslConfig)
@@ -86,7 +107,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     val deadline = (connectTimeout + requestTimeout * 2).toMillis
     session.connect().orTimeout(deadline, TimeUnit.MILLISECONDS).asScala.map { _ =>
       connected.set(true)
-      Right(MqttTunnel(session, lost.future)): Either[FailureReason, Tunnel]
+      Right(MqttTunnel(session, lost.future, loop(io.of(device)))): Either[FailureReason, Tunnel]
     }.recover { case e => disconnect(session); Left(reason(e)) }
 
   private def disconnect(session: Session): Unit =
@@ -95,22 +116,24 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     done.whenComplete((_, _) => closing.remove(done))
 
   /** After the devices have closed their sessions: waits (a few seconds at most) for their
-    * DISCONNECTs to go out, then stops the event loop.
+    * DISCONNECTs to go out, then stops the event loops.
     */
   def close(): Future[Done] =
     val pending = closing.toArray(Array.empty[CompletableFuture[?]])
     CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.flatMap { _ =>
-      val stopped = Promise[Done]()
-      val terminated = eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[NettyFuture[Any]]
-      terminated.addListener(new GenericFutureListener[NettyFuture[Any]]: // typed: a lambda here links to Nothing and fails at run time
-        def operationComplete(done: NettyFuture[Any]): Unit = stopped.success(Done))
-      stopped.future
+      Future.traverse(loops) { group =>
+        val stopped = Promise[Done]()
+        val terminated = group.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[NettyFuture[Any]]
+        terminated.addListener(new GenericFutureListener[NettyFuture[Any]]: // typed: a lambda here links to Nothing and fails at run time
+          def operationComplete(done: NettyFuture[Any]): Unit = stopped.success(Done))
+        stopped.future
+      }.map(_ => Done)
     }
 
   /** One device's session: its publishes, at most `maxInFlight` not yet acknowledged (QoS 1) or
     * written (QoS 0) — the client would queue the rest without bound.
     */
-  private final class MqttTunnel(session: Session, val lost: Future[Done]) extends Tunnel:
+  private final class MqttTunnel(session: Session, val lost: Future[Done], eventLoop: EventLoop) extends Tunnel:
     private val inFlight = AtomicInteger()
 
     def send(device: Int, request: Request): Future[Reply] =
@@ -118,12 +141,16 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
         inFlight.decrementAndGet()
         Future.successful(Overloaded)
       else
-        val sent = session.publish(request)
-        sent.whenComplete((_, _) => inFlight.decrementAndGet()) // when the client is done with it, not at our deadline
-        sent.handle[Reply]((_, error) => if error == null then Delivered else Reply.Failed(reason(error)))
-          .orTimeout(requestTimeout.toMillis, TimeUnit.MILLISECONDS)
-          .exceptionally(_ => TimedOut)
-          .asScala
+        val reply = Promise[Reply]()
+        // On the device's event loop, where it sends and its PUBACK is read: setting and clearing the
+        // deadline wakes no other thread (a CompletableFuture's timeout was its own thread's).
+        val deadline = eventLoop.schedule((() => { reply.trySuccess(TimedOut); () }): Runnable, requestTimeout.toNanos, TimeUnit.NANOSECONDS)
+        session.publish(request).whenComplete { (_, error) =>
+          inFlight.decrementAndGet() // when the client is done with it, not at our deadline
+          deadline.cancel(false)
+          reply.trySuccess(if error == null then Delivered else Reply.Failed(reason(error)))
+        }
+        reply.future
 
     def close(): Future[Done] =
       disconnect(session)
