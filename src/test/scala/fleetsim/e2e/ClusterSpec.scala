@@ -10,7 +10,6 @@ import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
 import java.io.{BufferedReader, InputStreamReader}
-import java.net.ServerSocket
 import java.nio.file.{Files, Path}
 import java.util.concurrent.{CompletableFuture, LinkedBlockingQueue, TimeUnit}
 import scala.jdk.CollectionConverters.*
@@ -60,7 +59,6 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
     Files.writeString(file, "fleetsim.device.backoff.max = 3s\n")
     file.toString
 
-  private def freePort(): Int = { val s = ServerSocket(0); try s.getLocalPort finally s.close() }
 
   /** Three nodes joined through the first. */
   private def cluster(heap: String = "384m"): (Int, Seq[Child]) =

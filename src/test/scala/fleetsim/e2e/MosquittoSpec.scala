@@ -9,7 +9,7 @@ import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.net.{InetSocketAddress, ServerSocket, Socket}
+import java.net.{InetSocketAddress, Socket}
 import java.nio.file.{Files, Path}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
@@ -26,7 +26,7 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
 
   /** mosquitto with `settings` under a listener on a free loopback port; its log in `log`. */
   private final class Mosquitto(settings: String):
-    val port: Int = { val s = ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress); try s.getLocalPort finally s.close() }
+    val port: Int = freePort()
     private val home = Files.createTempDirectory(dir, "broker")
     val log: Path = home.resolve("mosquitto.log")
     private val conf = Files.writeString(home.resolve("mosquitto.conf"),

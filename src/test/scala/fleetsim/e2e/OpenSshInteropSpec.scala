@@ -7,12 +7,10 @@ import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.net.{InetAddress, ServerSocket, Socket}
+import java.net.{InetAddress, Socket}
 import java.nio.file.{Files, Path}
-import java.util.concurrent.TimeUnit
 import scala.concurrent.Await
 import scala.concurrent.duration.*
-import scala.jdk.CollectionConverters.*
 
 /** Interop with real OpenSSH: Debian's sshd on a loopback port with a throwaway config, this user
   * and an ed25519 key made by ssh-keygen; the devices tunnel through it to the reference controller.
@@ -21,12 +19,7 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
 
   private val dir = Files.createTempDirectory("fleetsim-openssh")
-  private val port = { val s = ServerSocket(0, 1, InetAddress.getLoopbackAddress); try s.getLocalPort finally s.close() }
-
-  private def run(command: String*): Unit =
-    val p = ProcessBuilder(command.asJava).redirectErrorStream(true).start()
-    val output = String(p.getInputStream.readAllBytes())
-    assert(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue == 0, s"${command.mkString(" ")}: $output")
+  private val port = freePort()
 
   /** sshd listening on `port` for the test, stopped after it. Started in the test rather than in
     * beforeAll: a suite that aborts there takes every later suite of the run down with it.
@@ -34,8 +27,8 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
   private def withSshd(test: => Unit): Unit =
     val sshdBinary = Programs.sshd
     val keygen = Programs.sshKeygen.toString
-    run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("host_key").toString)
-    run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("device_key").toString)
+    Programs.run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("host_key").toString)
+    Programs.run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("device_key").toString)
     Files.copy(dir.resolve("device_key.pub"), dir.resolve("authorized_keys"))
     Files.createDirectories(Path.of("/run/sshd")) // sshd's privilege-separation directory
     Files.writeString(dir.resolve("sshd_config"),

@@ -1,8 +1,9 @@
 package fleetsim.e2e
 
-import org.scalatest.Assertions.fail
+import org.scalatest.Assertions.{assert, fail}
 
 import java.nio.file.{Files, Path}
+import java.util.concurrent.TimeUnit
 
 /** Programs outside the JVM that tests drive, each from a Debian package that `./test` installs.
   * A test that finds one missing fails with one line saying what to install, not deep in a driver.
@@ -13,6 +14,12 @@ object Programs:
     if !Files.isExecutable(program) then
       fail(s"$name is missing ($path): install $debianPackage, or run ./test, which installs it")
     program
+
+  /** Runs `command` to its end (30 s at most), which must succeed; its output in the failure if not. */
+  def run(command: String*): Unit =
+    val process = ProcessBuilder(command*).redirectErrorStream(true).start()
+    val output = String(process.getInputStream.readAllBytes())
+    assert(process.waitFor(30, TimeUnit.SECONDS) && process.exitValue == 0, s"${command.mkString(" ")}: $output")
 
   def sshd: Path = require("OpenSSH's sshd", "/usr/sbin/sshd", "openssh-server")
   def ssh: Path = require("OpenSSH's ssh", "/usr/bin/ssh", "openssh-client")

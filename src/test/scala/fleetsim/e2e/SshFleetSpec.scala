@@ -140,7 +140,7 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
 
     "tunnel through an ssh-gateway of the controller's, which refuses a key the controller did not admit" in {
       val state = Files.createTempDirectory("fleetsim-ssh")
-      val gatewayPort = { val s = ServerSocket(0, 1, InetAddress.getLoopbackAddress); try s.getLocalPort finally s.close() }
+      val gatewayPort = freePort()
       val c0 = config(20, s"""fleetsim.controller.ssh-gateways = "127.0.0.1:$gatewayPort"""", state)
       withSystem(c0) {
         val controller = Await.result(Controller.start(ControllerSettings(c0)), 10.seconds) // no SSH server of its own
@@ -152,8 +152,7 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
           assert(gateway.sessions == 20)
           // OpenSSH's client as device 0, which joined, with a key of its own: the gateway asks the controller, and refuses.
           val key = state.resolve("stranger")
-          val keygen = ProcessBuilder(Programs.sshKeygen.toString, "-q", "-t", "ed25519", "-N", "", "-f", key.toString).start()
-          assert(keygen.waitFor(30, TimeUnit.SECONDS) && keygen.exitValue == 0)
+          Programs.run(Programs.sshKeygen.toString, "-q", "-t", "ed25519", "-N", "", "-f", key.toString)
           val login = ProcessBuilder(Programs.ssh.toString, "-i", key.toString, "-p", gatewayPort.toString, "-o", "BatchMode=yes",
             "-o", "StrictHostKeyChecking=no", "-o", s"UserKnownHostsFile=$state/stranger_known_hosts", "-o", "IdentitiesOnly=yes",
             "-N", s"${run.settings.fleet.mac(0)}@127.0.0.1").redirectErrorStream(true).start()

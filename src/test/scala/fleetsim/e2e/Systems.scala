@@ -6,6 +6,11 @@ import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
 
+/** A loopback port free now, for a server the test starts (or tells to start) on it. */
+def freePort(): Int =
+  val socket = java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress)
+  try socket.getLocalPort finally socket.close()
+
 /** An actor system for one test, terminated whatever the test does. */
 def withSystem(config: Config)(test: ActorSystem[SpawnProtocol.Command] ?=> Unit): Unit =
   val system = ActorSystem(SpawnProtocol(), "e2e", config)
