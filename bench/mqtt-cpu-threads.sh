@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Where an MQTT fleet's CPU goes: N devices (default 1000) of iot-mqtt publishing QoS 1 once a
-# second to a broker already listening at BROKER (default mqtt://127.0.0.1:1883); over 30 s of steady
-# state (from 20 s in), CPU ticks and context switches by thread name (numbers dropped), and CPU and switches a publish.
+# Where an MQTT fleet's CPU goes: N devices (default 1000) of iot-mqtt publishing QoS 1 every
+# INTERVAL seconds (default 1) to a broker already listening at BROKER (default mqtt://127.0.0.1:1883);
+# over WINDOW seconds of steady state (default 30) from START seconds in (default 20), CPU ticks and
+# context switches by thread name (numbers dropped), and CPU and switches a publish.
 # With MQTT_BENCHMARK (the peer tool's binary, see bench/mqtt-fleet.sh), then the same workload from
 # it, measured the same way over the same window.
 #   bench/mqtt-cpu-threads.sh JAR [N]     JOPTS: extra JVM options (the fleet runs through ./fleetsim)
 set -euo pipefail
 jar=$1 n=${2:-1000} broker=${BROKER:-mqtt://127.0.0.1:1883} work="$(mktemp -d)"
+interval=${INTERVAL:-1} start=${START:-20} window=${WINDOW:-30}
+duration=$(( start + window + 10 ))
+publishes=$(( n * window / interval )) # in the window
 hz=$(getconf CLK_TCK)
 
 # Samples process $1 from 20 s to 50 s into its run: ticks by thread, then one line of totals.
@@ -16,36 +20,35 @@ measure() {
     echo "$(basename "$t") $(awk '{print $14+$15}' "$t/stat") $(awk '/ctxt_switches/ {s += $2} END {print s}' "$t/status") $(tr ' ' _ < "$t/comm" | sed 's/-*[0-9]*$//' | cut -c1-24)"
   done 2>/dev/null | sort; }
   switches() { cat /proc/$pid/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}'; }
-  sleep 20
+  sleep "$start"
   local x0 a b x1 threads
-  x0=$(switches); snap > "$work/$name-a"; sleep 30; snap > "$work/$name-b"; x1=$(switches)
+  x0=$(switches); snap > "$work/$name-a"; sleep "$window"; snap > "$work/$name-b"; x1=$(switches)
   threads=$(ls /proc/$pid/task | wc -l)
   # joined: tid ticks switches name ticks switches name
   echo "  ticks switches thread"
   join "$work/$name-a" "$work/$name-b" | awk '{t[$4] += $5 - $2; x[$4] += $6 - $3} END {for (k in t) print t[k], x[k], k}' | sort -rn | head -10 | sed 's/^/  /'
   local ticks; ticks=$(join "$work/$name-a" "$work/$name-b" | awk '{t += $5 - $2} END {print t}')
-  # n publishes a second for 30 s
-  echo "$name: $(python3 -c "print(round($ticks / $hz / ($n * 30) * 1e6))") µs CPU a publish, $(python3 -c "print(round(($x1 - $x0) / ($n * 30), 2))") context switches a publish, $threads threads"
+  echo "$name: $(python3 -c "print(round($ticks / $hz / $publishes * 1e6))") µs CPU a publish, $(python3 -c "print(round(($x1 - $x0) / $publishes, 2))") context switches a publish, $threads threads"
 }
 
-java -jar "$jar" profile show iot-mqtt | sed "s/interval = 10s/interval = 1s/" > "$work/peer.conf"
+java -jar "$jar" profile show iot-mqtt | sed "s/interval = 10s/interval = ${interval}s/" > "$work/peer.conf"
 # Through the launcher, with the heap and collector settings it gives users.
 FLEETSIM_JAR="$jar" JAVA_OPTS="${JOPTS:-}" "$(dirname "$0")/../fleetsim" run --transport mqtt --broker "$broker" --device-profile "$work/peer.conf" \
-  --devices "$n" --ramp-rate 2000 --duration 60s --dashboard off --results "$work/res" > "$work/run.log" 2>&1 &
+  --devices "$n" --ramp-rate 2000 --duration "${duration}s" --dashboard off --results "$work/res" > "$work/run.log" 2>&1 &
 pid=$!
 measure $pid fleetsim
 wait $pid || true
-python3 - "$work/res" <<'PY'
+python3 - "$work/res" "$start" "$window" <<'PY'
 import json, statistics, sys
 print('  fleetsim telemetry', json.load(open(sys.argv[1] + '/summary.json'))['messages']['telemetry'])
 rows = [json.loads(l) for l in open(sys.argv[1] + '/timeseries.jsonl')]
-late = [r['latenessMs']['telemetry'] for r in rows if 20 <= r['elapsedS'] <= 50]
+late = [r['latenessMs']['telemetry'] for r in rows if int(sys.argv[2]) <= r['elapsedS'] <= int(sys.argv[2]) + int(sys.argv[3])]
 print('  lateness in the window, median of the per-second p50 / p99: %.1f / %.1f ms' % (
     statistics.median(l['p50'] for l in late), statistics.median(l['p99'] for l in late)))
 PY
 
 if [ -n "${MQTT_BENCHMARK:-}" ]; then
-  "$MQTT_BENCHMARK" -broker "tcp://${broker#mqtt://}" -clients "$n" -count 60 -message-interval 1 -qos 1 -size 150 \
+  "$MQTT_BENCHMARK" -broker "tcp://${broker#mqtt://}" -clients "$n" -count $(( duration / interval )) -message-interval "$interval" -qos 1 -size 150 \
     -topic devices/bench/telemetry -format json -quiet > "$work/peer.json" 2>&1 &
   pid=$!
   measure $pid mqtt-benchmark
