@@ -13,7 +13,7 @@ duration=$(( start + window + 10 ))
 publishes=$(( n * window / interval )) # in the window
 hz=$(getconf CLK_TCK)
 
-# Samples process $1 from 20 s to 50 s into its run: ticks by thread, then one line of totals.
+# Samples process $1 over the window (START s into its run, for WINDOW s): ticks by thread, then one line of totals.
 measure() {
   local pid=$1 name=$2
   snap() { for t in /proc/$pid/task/*; do
