@@ -59,7 +59,6 @@ class ClusterSpec extends AnyWordSpec with BeforeAndAfterAll with Eventually:
     Files.writeString(file, "fleetsim.device.backoff.max = 3s\n")
     file.toString
 
-
   /** Three nodes joined through the first. */
   private def cluster(heap: String = "384m"): (Int, Seq[Child]) =
     val ports = Seq.fill(3)(freePort())
