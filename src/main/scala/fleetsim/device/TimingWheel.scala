@@ -21,8 +21,8 @@ import scala.concurrent.duration.*
   * kept a minute and so copied by the collector into the old generation.
   *
   * Devices that run on their transport's I/O threads ([[DeviceDispatcher]]) get a wheel on each of
-  * those threads instead, ticking there: a wake-up fires on the thread that asked for it, where its
-  * device runs, and a tick's sends wake no thread at all.
+  * those threads instead, ticking there, and only for ticks that have wake-ups: a wake-up fires on
+  * the thread that asked for it, where its device runs, and a tick's sends wake no thread at all.
   *
   * @param clock nanoseconds (System.nanoTime; a test's manual time)
   * @param slots one turn of the wheel; wake-ups further out wait in their slot for their turn
@@ -66,7 +66,7 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
 
   /** One wheel and the ticks it has run. */
-  private final class Ring:
+  private class Ring:
     private val wheel = Array.fill(slots)(Slot())
     @volatile private var now = 0L // ticks run so far
 
@@ -90,16 +90,51 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         slot.synchronized(slot.fireDue(at))
       (now + 1) * tickNanos - elapsed
 
+    /** The next tick whose slot holds a wake-up (perhaps one for a later turn), looking `horizon`
+      * ticks ahead at most. For the thread that adds to this ring, which alone sees its slots' sizes.
+      */
+    def nextBusy(horizon: Int): Long =
+      var at = now + 1
+      while at < now + horizon && wheel((at % slots).toInt).size == 0 do at += 1
+      at
+
+  /** A ring on I/O thread `thread`, which wakes it only for a tick whose slot holds a wake-up: an
+    * event loop woken for nothing costs about 50 µs of CPU, and every 10 ms on each loop that was a
+    * third of an MQTT fleet's CPU at 100 publishes a second (BENCHMARKS.md). Only that thread adds
+    * to the ring and arms it.
+    */
+  private final class LoopRing(io: IoThreads, thread: Int) extends Ring:
+    private var armedFor = Long.MaxValue // the tick the loop is to wake for
+    private var armed: java.util.concurrent.Future[?] = null
+    // How far a tick looks for the next busy slot; beyond, it wakes to look again.
+    private val horizon = slots.min((1.second / tick).toInt.max(1))
+
+    override def add(target: ActorRef, message: Any, due: Long): Unit =
+      super.add(target, message, due)
+      arm(due)
+
+    private def arm(at: Long): Unit = if at < armedFor && !closed then
+      if armed != null then armed.cancel(false)
+      armedFor = at
+      armed = io.after(thread, (at * tickNanos - (clock() - start)).max(0).nanos) { () =>
+        armedFor = Long.MaxValue
+        armed = null
+        run()
+      }
+
+    def run(): Unit = if !closed then
+      catchUp()
+      arm(nextBusy(horizon))
+
   private val tickNanos = tick.toNanos
   private val start = clock()
   @volatile private var closed = false
-  private val rings = Array.fill(on.fold(1)(_.size))(Ring())
+  private val rings: Array[Ring] = on match
+    case Some(io) => Array.tabulate(io.size)(LoopRing(io, _))
+    case None => Array(Ring())
   private val stop: () => Unit = on match
     case Some(io) =>
-      // Each tick asks for the next at the clock's next tick, not at a fixed rate: a rate keeps the
-      // phase its first run happened to have (5 ms late, measured), and the wheel's ticks are on the clock.
-      def tickOn(thread: Int): Unit = if !closed then io.after(thread, rings(thread).catchUp().nanos)(() => tickOn(thread))
-      rings.indices.foreach(tickOn)
+      rings.indices.foreach(i => io.execute(i, () => rings(i).asInstanceOf[LoopRing].run()))
       () => ()
     case None =>
       val ticker = Thread(() => while !closed do LockSupport.parkNanos(rings(0).catchUp()), "fleetsim-timing-wheel")
@@ -108,11 +143,16 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       () => LockSupport.unpark(ticker)
 
   /** Sends `message` to `target` after `delay`, never earlier, and at most a tick or so later; on
-    * I/O threads, from the thread that asks.
+    * I/O threads, from the thread that asks (from another thread: from the first I/O thread).
     */
   def wake(delay: FiniteDuration, target: ActorRef, message: Any): Unit =
     val due = (clock() - start + delay.toNanos + tickNanos - 1) / tickNanos
-    rings(on.fold(0)(_.current.max(0))).add(target, message, due)
+    on match
+      case None => rings(0).add(target, message, due)
+      case Some(io) =>
+        val thread = io.current
+        if thread >= 0 then rings(thread).add(target, message, due)
+        else io.execute(0, () => rings(0).add(target, message, due))
 
   def close(): Unit =
     closed = true

@@ -15,5 +15,5 @@ trait IoThreads:
   def current: Int
   /** Runs `task` on thread `thread`: without waking it when it is the caller. */
   def execute(thread: Int, task: Runnable): Unit
-  /** Runs `task` once on thread `thread`, `delay` from now. */
-  def after(thread: Int, delay: FiniteDuration)(task: () => Unit): Unit
+  /** Runs `task` once on thread `thread`, `delay` from now, unless cancelled first. */
+  def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?]

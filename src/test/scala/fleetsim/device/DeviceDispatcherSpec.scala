@@ -20,7 +20,7 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
     def size: Int = 2
     def current: Int = executors.indices.find(k => Thread.currentThread.getName == s"io-$k").getOrElse(-1)
     def execute(thread: Int, task: Runnable): Unit = executors(thread).execute(task)
-    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): Unit =
+    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?] =
       executors(thread).schedule((() => task()): Runnable, delay.toNanos, TimeUnit.NANOSECONDS)
     def shutdown(): Unit = executors.foreach(_.shutdown())
 

@@ -1,9 +1,12 @@
 package fleetsim.device
 
+import fleetsim.transport.IoThreads
 import org.apache.pekko.actor.testkit.typed.scaladsl.ScalaTestWithActorTestKit
 import org.apache.pekko.actor.typed.scaladsl.adapter.*
 import org.scalatest.wordspec.AnyWordSpecLike
 
+import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.{Executors, TimeUnit}
 import scala.concurrent.duration.*
 
 /** The fleet's timing wheel, on a clock stepped by hand: wake-ups come on time, never early. The
@@ -53,4 +56,30 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
         probe.expectMessage(-round)
       wheel.close()
     }
+  
+    "wake an I/O thread only for the ticks that have wake-ups, whoever asks" in {
+      val io = OneThread()
+      val wheel = TimingWheel(tick = 10.millis, on = Some(io)) // the real clock: the thread sleeps on it
+      val probe = createTestProbe[String]()
+      val asked = System.nanoTime()
+      // From a thread that is not the I/O thread: the wake-up is handed to it.
+      wheel.wake(300.millis, probe.ref.toClassic, "woke")
+      probe.expectMessage(5.seconds, "woke")
+      assert(System.nanoTime() - asked >= 300.millis.toNanos, "woken early")
+      // Ticking every 10 ms would have woken the thread 30 times by now.
+      assert(io.wokenFor.get <= 3, s"${io.wokenFor.get} wake-ups of the I/O thread for one wake-up")
+      wheel.close()
+      io.shutdown()
+    }
   }
+
+  /** One I/O thread that counts the times it was woken for a timed task. */
+  private final class OneThread extends IoThreads:
+    private val executor = Executors.newSingleThreadScheduledExecutor(r => Thread(r, "io-0"))
+    val wokenFor = AtomicInteger()
+    def size: Int = 1
+    def current: Int = if Thread.currentThread.getName == "io-0" then 0 else -1
+    def execute(thread: Int, task: Runnable): Unit = executor.execute(task)
+    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?] =
+      executor.schedule((() => { wokenFor.incrementAndGet(); task() }): Runnable, delay.toNanos, TimeUnit.NANOSECONDS)
+    def shutdown(): Unit = executor.shutdown()

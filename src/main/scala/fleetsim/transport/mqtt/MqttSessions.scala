@@ -69,7 +69,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       while i < size && !loop(i).inEventLoop do i += 1
       if i < size then i else -1
     def execute(thread: Int, task: Runnable): Unit = loop(thread).execute(task)
-    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): Unit =
+    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?] =
       loop(thread).schedule((() => task()): Runnable, delay.toNanos, TimeUnit.NANOSECONDS)
 
   /** Disconnects under way: the event loops stay up until they are done. */
