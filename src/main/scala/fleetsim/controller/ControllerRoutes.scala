@@ -8,16 +8,15 @@ import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.model.*
 import org.apache.pekko.http.scaladsl.server.Directives.*
 import org.apache.pekko.http.scaladsl.server.{Directive0, Directive1, Route, StandardRoute}
-import org.apache.pekko.pattern.after
 
 import org.apache.sshd.common.config.keys.{PublicKeyEntry, PublicKeyEntryResolver}
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.time.Instant
 
-import java.util.concurrent.ThreadLocalRandom
+import java.util.concurrent.{CompletableFuture, ThreadLocalRandom, TimeUnit}
 import java.util.concurrent.atomic.AtomicReference
-import scala.concurrent.Future
+import scala.concurrent.{Future, Promise}
 import scala.concurrent.duration.*
 import scala.util.{Failure, Try}
 
@@ -151,11 +150,19 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
     */
   private def faulty(kind: ApiCall): Directive0 = faulty(kind.key)
 
+  /** Done `ms` from now, to the millisecond: on the JDK's delay thread, which sleeps while no reply
+    * is held back, not on Pekko's scheduler, which ticks every 20 ms (reference.conf).
+    */
+  private def later(ms: Long): Future[Unit] =
+    val done = Promise[Unit]()
+    CompletableFuture.delayedExecutor(ms, TimeUnit.MILLISECONDS, (task: Runnable) => task.run()).execute(() => done.success(()))
+    done.future
+
   private def faulty(kind: String): Directive0 =
     val f = faults
     val delayed: Directive0 =
       if f.latencyMs == 0 then pass
-      else onSuccess(after(f.latencyMs.millis)(Future.unit))
+      else onSuccess(later(f.latencyMs))
     delayed.tflatMap { _ =>
       val dice = ThreadLocalRandom.current().nextDouble()
       if f.errorRate > 0 && dice < f.errorRate then

@@ -1,7 +1,7 @@
 package fleetsim.controller
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.e2e.withSystem
+import fleetsim.e2e.{Admin, withSystem}
 
 import java.net.URI
 import java.net.http.{HttpClient, HttpRequest, HttpResponse}
@@ -40,6 +40,21 @@ class ControllerSpec extends AnyWordSpec:
         beat(1, 2)
         beat(2, 3)
         assert(controller.counts.duplicates == 2)
+        Await.result(controller.stop(), 10.seconds)
+      }
+    }
+
+    "hold each reply back by the latency injected through its admin API" in {
+      val config = ConfigFactory.parseString(s"""fleetsim.controller.state-dir = "${java.nio.file.Files.createTempDirectory("fleetsim-controller")}"""")
+        .withFallback(ConfigFactory.load()).resolve()
+      withSystem(config) {
+        val controller = Await.result(Controller.start(ControllerSettings(config)), 10.seconds)
+        val admin = Admin(controller.url)
+        val join = """{"mac":"02:00:00:00:00:2b","serial":"FS43","model":"FS-AP-100","firmware":"1.0.0"}"""
+        admin.send("PUT", "/admin/faults", """{"latencyMs":250}""")
+        val start = System.nanoTime()
+        admin.send("POST", "/api/v1/join", join)
+        assert(System.nanoTime() - start >= 250.millis.toNanos)
         Await.result(controller.stop(), 10.seconds)
       }
     }
