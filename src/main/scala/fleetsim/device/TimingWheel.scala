@@ -122,9 +122,11 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         run()
       }
 
-    def run(): Unit = if !closed then
+    private def run(): Unit = if !closed then
       catchUp()
       arm(nextBusy(horizon))
+
+    io.execute(thread, () => run()) // the first look for a busy tick
 
   private val tickNanos = tick.toNanos
   private val start = clock()
@@ -133,9 +135,7 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
     case Some(io) => Array.tabulate(io.size)(LoopRing(io, _))
     case None => Array(Ring())
   private val stop: () => Unit = on match
-    case Some(io) =>
-      rings.indices.foreach(i => io.execute(i, () => rings(i).asInstanceOf[LoopRing].run()))
-      () => ()
+    case Some(_) => () => ()
     case None =>
       val ticker = Thread(() => while !closed do LockSupport.parkNanos(rings(0).catchUp()), "fleetsim-timing-wheel")
       ticker.setDaemon(true)

@@ -56,7 +56,7 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
         probe.expectMessage(-round)
       wheel.close()
     }
-  
+
     "wake an I/O thread only for the ticks that have wake-ups, whoever asks" in {
       val io = OneThread()
       val wheel = TimingWheel(tick = 10.millis, on = Some(io)) // the real clock: the thread sleeps on it
