@@ -70,7 +70,8 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
     private val wheel = Array.fill(slots)(Slot())
     @volatile private var now = 0L // ticks run so far
 
-    def add(target: ActorRef, message: Any, due: Long): Unit =
+    /** Keeps the wake-up for its tick, or sends it now if that tick has run; whether it was kept. */
+    def add(target: ActorRef, message: Any, due: Long): Boolean =
       val slot = wheel((due % slots).toInt)
       val passed = slot.synchronized {
         // The ticker may already have run past this tick (it lags the clock by up to a tick): due now.
@@ -79,6 +80,7 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         passed
       }
       if passed then target.tell(message, ActorRef.noSender)
+      !passed
 
     /** Runs the ticks due by the clock; the time elapsed and when the next tick is due. */
     def catchUp(): Long =
@@ -109,9 +111,10 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
     // How far a tick looks for the next busy slot; beyond, it wakes to look again.
     private val horizon = slots.min((1.second / tick).toInt.max(1))
 
-    override def add(target: ActorRef, message: Any, due: Long): Unit =
-      super.add(target, message, due)
-      arm(due)
+    override def add(target: ActorRef, message: Any, due: Long): Boolean =
+      val kept = super.add(target, message, due)
+      if kept then arm(due) // one sent at once needs no tick
+      kept
 
     private def arm(at: Long): Unit = if at < armedFor && !closed then
       if armed != null then armed.cancel(false)
