@@ -23,9 +23,9 @@ mkdir -p "$results"
 jar="$work/fleetsim.jar"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-live_heap() { # bytes of live heap after a full GC
-  jcmd "$1" GC.run > /dev/null
-  jcmd "$1" GC.heap_info | awk '/garbage-first heap|total/ && /used/ {for (i=1;i<=NF;i++) if ($i=="used") {v=$(i+1); sub("K","",v); printf "%.0f\n", v*1024; exit}}'
+live_heap() { # bytes of live objects: the total of a histogram taken after a full GC. (GC.run then
+  # GC.heap_info also counted what the fleet allocated between the two commands: 1-190 MB on a busy node.)
+  jmap -histo:live "$1" | awk '/^Total/ {print $3}'
 }
 reporting() { # the run's latest count of Reporting devices
   tail -1 "$1/timeseries.jsonl" 2>/dev/null | python3 -c 'import json,sys; l=sys.stdin.read().strip(); print(json.loads(l)["devices"].get("Reporting",0) if l else 0)'
@@ -64,6 +64,7 @@ bench() { # label nodes devices [kill]
   sleep "$window"
   t1=$(date +%s%3N); for p in "${pids[@]}"; do c1+=($(ticks "$p")); done; r1=$(ticks "$runner")
   local heaps=(); for p in "${pids[@]}"; do heaps+=($(live_heap "$p")); done
+  echo "${heaps[*]}" > "$out/heaps"
   local rehomed="–"
   if [ -n "$kill" ]; then
     kill -9 "${pids[-1]}"; local killed; killed=$(date +%s%3N)
@@ -103,6 +104,21 @@ bench "nodes2-$((3 * d))" 2 "$((3 * d))"
 bench "nodes3-$((3 * d))" 3 "$((3 * d))"
 bench "nodes3-$((9 * d))" 3 "$((9 * d))" kill
 
+# Per device, a process's heap less what it holds with no devices: the slope between the runs of D and
+# 3D devices a process (one process; each of the three nodes), and what is left at none.
+slopes=$(python3 - "$results" "$d" <<'PY'
+import sys
+r, d = sys.argv[1], int(sys.argv[2])
+heaps = lambda label: [int(x) for x in open(f"{r}/{label}/heaps").read().split()]
+def line(what, small, large):
+    slope = [(b - a) / (2 * d) for a, b in zip(small, large)]
+    fixed = [(a - s * d) / 1e6 for a, s in zip(small, slope)]
+    return f"- {what}: {' / '.join(f'{s:.0f}' for s in slope)} B a device, {' / '.join(f'{f:.1f}' for f in fixed)} MB with none"
+print(line("one process", heaps(f"single-{d}"), heaps(f"single-{3 * d}")))
+print(line("each of 3 nodes", heaps(f"nodes3-{3 * d}"), heaps(f"nodes3-{9 * d}")))
+PY
+)
+
 {
   echo
   echo "### Cluster: one fleet over 1, 2 and 3 nodes against one process — $(date -u +%Y-%m-%d)"
@@ -110,10 +126,13 @@ bench "nodes3-$((9 * d))" 3 "$((9 * d))" kill
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1); every process on this one machine, on loopback."
   echo "Controller: \`java -Xmx4g -jar target/fleetsim.jar controller --port 0 --heartbeat-interval 20s --stats-interval 60s\`. Nodes: \`java -Xmx2g -jar target/fleetsim.jar node --cluster-port P --seed-nodes 127.0.0.1:FIRST\`."
   echo "Each row: \`java -jar target/fleetsim.jar run [--cluster 127.0.0.1:FIRST --cluster-nodes N] --controller URL --devices D --ramp-rate 3000 --duration 0s\` (\`DEVICES=$d WINDOW=$window SETTLE=$settle bench/cluster.sh\`)."
-  echo "Live heap after \`jcmd GC.run\` in steady state, per device of each fleet process (its share of the fleet); CPU: user + system seconds of the fleet processes over a ${window} s window, ${settle} s after all devices were Reporting, per message delivered in it: all of them (each node's, with the fleet's messages split evenly), and the runner's (which merges the nodes' figures each second). The last row then kills one node with \`kill -9\` and times all devices Reporting again."
+  echo "Live heap: the total of \`jmap -histo:live\` in steady state, per device of each fleet process (its share of the fleet); CPU: user + system seconds of the fleet processes over a ${window} s window, ${settle} s after all devices were Reporting, per message delivered in it: all of them (each node's, with the fleet's messages split evenly), and the runner's (which merges the nodes' figures each second). The last row then kills one node with \`kill -9\` and times all devices Reporting again."
   echo
   echo "| row | fleet in | devices | devices per process | live heap B/device, each process | CPU µs/message (each process) | runner CPU µs/message | messages/s | all Reporting after | kill -9 to all Reporting |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "Heap a device costs, apart from what a process holds with none (from the rows of $d and $((3 * d)) devices a process):"
+  echo "$slopes"
 } | tee -a "$here/BENCHMARKS.md"
 rm -rf "$work"
