@@ -65,7 +65,7 @@ object FleetParts:
       val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
         settings.profile.identityName, settings.tls.protocols))
       MqttSessions(host, port, options, mqttTls.map(t => t.forDevice), settings.sourceIps, settings.http.connectTimeout,
-        settings.http.requestTimeout)
+        settings.http.requestTimeout, devices)
     }
     val http = holding.fold(direct)(HeldBack.transport(direct, _))
     val tunnels = sshTunnels.orElse(mqttSessions).map(t => MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics))

@@ -182,6 +182,14 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       val ((few, fewNames), (many, manyNames)) = (threadsAt(50), threadsAt(2000))
       val grew = manyNames.filter((n, c) => c > fewNames.getOrElse(n, 0))
       assert(many <= few + 4, s"$few threads at 50 devices, $many at 2,000; more of: $grew")
+      // Up to 5,000 devices, their sessions share one event loop: a second would wake as often for no more work.
+      assert(manyNames.get("fleetsim-mqtt-io-#").contains(1), manyNames)
+    }
+
+    "take an event loop a core only for a fleet that needs them" in {
+      import fleetsim.transport.mqtt.MqttSessions.loopsFor
+      assert(Seq(1, 2000, 5000, 5001, 10000, 19000).map(loopsFor(_, 2)) == Seq(1, 1, 1, 2, 2, 2))
+      assert(loopsFor(19000, 4) == 4 && loopsFor(19000, 1) == 1)
     }
   }
 
