@@ -161,29 +161,28 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
     }
 
     "hold its thread count flat from 50 devices to 2,000" in {
-      def threadsAt(devices: Int): (Int, Map[String, Int]) =
+      def threadsAt(devices: Int): Threads =
         // Pekko's blocking-io pool starts a thread for each task until it has its fixed 16, however
         // idle the others: bounded, but it would read as growth. Held at 4, what is left is ours.
         val c = config(s"""fleetsim.fleet.devices = $devices
           fleetsim.fleet.ramp-rate = 2000
           fleetsim.device-profile = "$quickProfile"
           pekko.actor.default-blocking-io-dispatcher.thread-pool-executor.fixed-pool-size = 4""")
-        var threads = 0
-        var names = Map.empty[String, Int]
+        var threads: Threads = null
         withSystem(c) {
           val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
           eventually(assert(run.metrics.devicesByState(Reporting) == devices, run.metrics.devicesByState))
           eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= 2 * devices)) // in steady state: every device has published
-          threads = fleetsim.metrics.ProcessWatch().sample().threads
-          names = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName.replaceAll("[0-9]+", "#")).groupBy(identity).view.mapValues(_.size).toMap
+          threads = Threads(c)
           Await.result(run.finish("test over"), 60.seconds)
         }
-        threads -> names
-      val ((few, fewNames), (many, manyNames)) = (threadsAt(50), threadsAt(2000))
-      val grew = manyNames.filter((n, c) => c > fewNames.getOrElse(n, 0))
-      assert(many <= few + 4, s"$few threads at 50 devices, $many at 2,000; more of: $grew")
+        threads
+      val (few, many) = (threadsAt(50), threadsAt(2000))
+      assert(many.overCeilings.isEmpty, many.overCeilings)
+      val grew = many.othersByName.filter((n, c) => c > few.othersByName.getOrElse(n, 0))
+      assert(many.others <= few.others + 4, s"${few.others} threads at 50 devices, ${many.others} at 2,000; more of: $grew")
       // Up to 5,000 devices, their sessions share one event loop: a second would wake as often for no more work.
-      assert(manyNames.get("fleetsim-mqtt-io-#").contains(1), manyNames)
+      assert(many.othersByName.get("fleetsim-mqtt-io-#").contains(1), many.othersByName)
     }
 
     "take an event loop a core only for a fleet that needs them" in {

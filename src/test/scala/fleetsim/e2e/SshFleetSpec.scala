@@ -4,7 +4,6 @@ import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.controller.{Controller, ControllerSettings, Registry, SshGateway}
 import fleetsim.device.DeviceState.*
-import fleetsim.metrics.ProcessWatch
 import fleetsim.protocol.ApiCall
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
@@ -173,23 +172,23 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
     }
 
     "keep the thread count flat from 50 to 500 devices" in {
-      def steadyThreads(devices: Int): Int =
+      def steadyThreads(devices: Int): Threads =
         // Pekko's blocking-io pool starts a thread for each task until it has its fixed 16, however
         // idle the others: bounded, but it would read as growth. Held at 4, what is left is ours.
         val c = config(devices, """fleetsim.controller.heartbeat-interval = 2s
           pekko.actor.default-blocking-io-dispatcher.thread-pool-executor.fixed-pool-size = 4""")
-        var threads = 0
+        var threads: Threads = null
         withSystem(c) {
           val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
           eventually(assert(run.metrics.devicesByState(Reporting) == devices))
           val start = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
           eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= start + devices))
-          threads = ProcessWatch().sample().threads
+          threads = Threads(c)
           Await.result(run.finish("test over"), 60.seconds)
         }
         threads
-      val at50 = steadyThreads(50)
-      val at500 = steadyThreads(500)
-      assert(at500 <= at50 + 4, s"$at50 threads at 50 devices, $at500 at 500")
+      val (at50, at500) = (steadyThreads(50), steadyThreads(500))
+      assert(at500.overCeilings.isEmpty, at500.overCeilings)
+      assert(at500.others <= at50.others + 4, s"${at50.others} threads at 50 devices, ${at500.others} at 500")
     }
   }

@@ -1,0 +1,40 @@
+package fleetsim.e2e
+
+import com.typesafe.config.Config
+
+import scala.jdk.CollectionConverters.*
+
+/** The JVM's threads now, for tests that a fleet's threads do not grow with its devices.
+  *
+  * Pekko's fork-join dispatchers start a thread only when work finds none idle, up to their
+  * parallelism: a small fleet may leave one a few threads short of it, which would read as growth
+  * at a larger one. So their threads are held against that ceiling instead (past it a pool grows
+  * only to stand in for a blocked thread), and only the others are compared between fleets.
+  */
+final class Threads(config: Config):
+  private val names: Seq[String] = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName)
+  private val (pooled, unpooled) = names.partition(n => dispatcher(n).flatMap(ceiling).isDefined)
+
+  /** Threads outside Pekko's fork-join dispatchers. */
+  val others: Int = unpooled.size
+
+  /** Fork-join dispatchers with more threads than their parallelism, with their count and ceiling. */
+  val overCeilings: Map[String, (Int, Int)] =
+    pooled.groupBy(dispatcher(_).get).map((id, threads) => id -> (threads.size, ceiling(id).get)).filter((_, n) => n._1 > n._2)
+
+  /** The others by name, digits as `#`, to say what grew. */
+  def othersByName: Map[String, Int] = unpooled.groupMapReduce(_.replaceAll("[0-9]+", "#"))(_ => 1)(_ + _)
+
+  /** `system-pekko.actor.default-dispatcher-7` → `pekko.actor.default-dispatcher`. */
+  private def dispatcher(thread: String): Option[String] =
+    "^[^-]+-(.+)-[0-9]+$".r.findFirstMatchIn(thread).map(_.group(1))
+
+  /** Pekko's own sizing of a fork-join pool: cores × factor, within min and max. */
+  private def ceiling(id: String): Option[Int] =
+    val fj = s"$id.fork-join-executor"
+    val forkJoin = scala.util.Try(config.hasPath(fj) && config.getString(s"$id.executor") != "thread-pool-executor").getOrElse(false) // not every name is a path
+    Option.when(forkJoin) {
+      val cores = Runtime.getRuntime.availableProcessors
+      math.min(math.max(math.ceil(cores * config.getDouble(s"$fj.parallelism-factor")).toInt, config.getInt(s"$fj.parallelism-min")),
+        config.getInt(s"$fj.parallelism-max"))
+    }
