@@ -120,6 +120,7 @@ object SshGateway:
       // Ed25519: of the host-key types, the cheapest for a fleet to verify thousands of times.
       val hostKeys = SimpleGeneratorHostKeyProvider(settings.stateDir.resolve("ssh_host_ed25519_key"))
       hostKeys.setAlgorithm(SecurityUtils.EDDSA)
+      hostKeys.setKeySize(256) // Bouncy Castle's generator makes no key until told the curve
       val server = SshServer.setUpDefaultServer()
       server.setHost(settings.host)
       server.setPort(settings.sshPort)
