@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Benchmark: what an SSH fleet's ramp costs, for builds side by side. For each build (a folder with
+# fleetsim.jar and its lib/, e.g. a copy of target/), in turn, ROUNDS times: the reference controller
+# with its SSH server in its own process, and a fleet of N SSH devices ramping at 500/s for 100 s.
+# Prints, per run: seconds until every tunnel was up, and the CPU seconds of the fleet and of the
+# controller (whose SSH server does the other half of each handshake).
+#   bench/ssh-ramp.sh N BUILD [BUILD...]      e.g. bench/ssh-ramp.sh 6000 /tmp/base /tmp/new
+# Settings: ROUNDS (default 2).
+set -euo pipefail
+n="$1"; shift
+cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat" 2>/dev/null; } # user + system, seconds
+
+for round in $(seq "${ROUNDS:-2}"); do
+  for build in "$@"; do
+    work="$(mktemp -d)"
+    java -jar "$build/fleetsim.jar" controller --port 0 --ssh-port 0 --heartbeat-interval 30s --stats-interval 300s \
+      --state-dir "$work/state" > "$work/controller.log" 2>&1 &
+    controller=$!
+    for _ in $(seq 100); do grep -q "listening on" "$work/controller.log" && break; sleep 0.3; done
+    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/controller.log" | head -1)
+    start=$(date +%s.%N)
+    java -Xmx2600m -jar "$build/fleetsim.jar" run --controller "$url" --transport ssh --devices "$n" --ramp-rate 500 \
+      --max-handshakes 32 --duration 100s --dashboard off --results "$work/results" > "$work/run.log" 2>&1 &
+    fleet=$!
+    up="" fleet_cpu=0
+    while kill -0 "$fleet" 2>/dev/null; do
+      if [ -z "$up" ] && tail -1 "$work/run.log" | grep -q "tunnels $n up"; then up=$(python3 -c "print(round($(date +%s.%N) - $start, 1))"); fi
+      fleet_cpu=$(cpu "$fleet" || echo "$fleet_cpu")
+      sleep 0.5
+    done
+    controller_cpu=$(cpu "$controller")
+    kill "$controller"; wait "$controller" 2>/dev/null || true
+    echo "round $round $build: all $n tunnels up after ${up:-never} s; CPU s: fleet $fleet_cpu, controller $controller_cpu"
+    rm -rf "$work"
+  done
+done
