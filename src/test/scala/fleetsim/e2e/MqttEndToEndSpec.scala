@@ -173,7 +173,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
           val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
           eventually(assert(run.metrics.devicesByState(Reporting) == devices, run.metrics.devicesByState))
           eventually(assert(run.metrics.snapshot().byKind("telemetry").ok >= 2 * devices)) // in steady state: every device has published
-          threads = Threads(c)
+          threads = Threads(summon[ActorSystem[?]])
           Await.result(run.finish("test over"), 60.seconds)
         }
         threads

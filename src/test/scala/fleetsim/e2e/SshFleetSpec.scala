@@ -183,7 +183,7 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
           eventually(assert(run.metrics.devicesByState(Reporting) == devices))
           val start = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok
           eventually(assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).ok >= start + devices))
-          threads = Threads(c)
+          threads = Threads(summon[ActorSystem[?]])
           Await.result(run.finish("test over"), 60.seconds)
         }
         threads

@@ -1,6 +1,6 @@
 package fleetsim.e2e
 
-import com.typesafe.config.Config
+import org.apache.pekko.actor.typed.ActorSystem
 
 import scala.jdk.CollectionConverters.*
 
@@ -8,10 +8,12 @@ import scala.jdk.CollectionConverters.*
   *
   * Pekko's fork-join dispatchers start a thread only when work finds none idle, up to their
   * parallelism: a small fleet may leave one a few threads short of it, which would read as growth
-  * at a larger one. So their threads are held against that ceiling instead (past it a pool grows
-  * only to stand in for a blocked thread), and only the others are compared between fleets.
+  * at a larger one. So the threads of `system`'s fork-join dispatchers are held against that
+  * ceiling instead (past it a pool grows only to stand in for a blocked thread), and only the
+  * others, other systems' of the test JVM among them, are compared between fleets.
   */
-final class Threads(config: Config):
+final class Threads(system: ActorSystem[?]):
+  private val config = system.settings.config
   private val names: Seq[String] = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName)
   private val (pooled, unpooled) = names.partition(n => dispatcher(n).flatMap(ceiling).isDefined)
 
@@ -25,9 +27,9 @@ final class Threads(config: Config):
   /** The others by name, digits as `#`, to say what grew. */
   def othersByName: Map[String, Int] = unpooled.groupMapReduce(_.replaceAll("[0-9]+", "#"))(_ => 1)(_ + _)
 
-  /** `system-pekko.actor.default-dispatcher-7` → `pekko.actor.default-dispatcher`. */
+  /** `e2e-pekko.actor.default-dispatcher-7` → `pekko.actor.default-dispatcher`, for a system named e2e. */
   private def dispatcher(thread: String): Option[String] =
-    "^[^-]+-(.+)-[0-9]+$".r.findFirstMatchIn(thread).map(_.group(1))
+    Option.when(thread.startsWith(s"${system.name}-"))(thread.stripPrefix(s"${system.name}-").replaceFirst("-[0-9]+$", ""))
 
   /** Pekko's own sizing of a fork-join pool: cores × factor, within min and max. */
   private def ceiling(id: String): Option[Int] =
