@@ -15,14 +15,16 @@ import scala.jdk.CollectionConverters.*
 final class Threads(system: ActorSystem[?]):
   private val config = system.settings.config
   private val names: Seq[String] = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName)
-  private val (pooled, unpooled) = names.partition(n => dispatcher(n).flatMap(ceiling).isDefined)
+  /** The system's fork-join dispatchers with a thread now: their threads and ceiling. */
+  private val pools: Map[String, (Int, Int)] =
+    names.flatMap(dispatcher).groupBy(identity).flatMap((id, threads) => ceiling(id).map(c => id -> (threads.size, c)))
+  private val unpooled = names.filterNot(n => dispatcher(n).exists(pools.contains))
 
   /** Threads outside Pekko's fork-join dispatchers. */
   val others: Int = unpooled.size
 
   /** Fork-join dispatchers with more threads than their parallelism, with their count and ceiling. */
-  val overCeilings: Map[String, (Int, Int)] =
-    pooled.groupBy(dispatcher(_).get).map((id, threads) => id -> (threads.size, ceiling(id).get)).filter((_, n) => n._1 > n._2)
+  val overCeilings: Map[String, (Int, Int)] = pools.filter((_, n) => n._1 > n._2)
 
   /** The others by name, digits as `#`, to say what grew. */
   def othersByName: Map[String, Int] = unpooled.groupMapReduce(_.replaceAll("[0-9]+", "#"))(_ => 1)(_ + _)
