@@ -1,5 +1,6 @@
 package fleetsim.cli
 
+import fleetsim.e2e.Output
 import fleetsim.report.Summary
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
@@ -101,10 +102,12 @@ class CliSpec extends AnyWordSpec with Eventually:
     "run a short SSH fleet whose status line and summary show the tunnels" in {
       val dir = tempDir()
       val conf = Files.writeString(dir.resolve("c.conf"), s"""fleetsim.controller.state-dir = "$dir/state"\nfleetsim.ssh.known-hosts = "$dir/known_hosts"\n""")
-      val f = fleetsim("run", "--transport", "ssh", "--devices", "20", "--duration", "5s", "--heartbeat-interval", "1s",
+      // Until Ctrl-C: a duration would race a slow machine's first handshakes.
+      val p = start("run", "--transport", "ssh", "--devices", "20", "--heartbeat-interval", "1s",
         "--config", conf.toString, "--results", dir.resolve("run").toString)
-      assert(f.code == 0, f.err)
-      assert(f.out.contains("tunnels 20 up"), f.out)
+      Output(p.getInputStream).await("tunnels 20 up", seconds = 120)
+      p.destroy() // SIGTERM
+      assert(p.waitFor(60, TimeUnit.SECONDS), "fleetsim did not stop on SIGTERM")
       val summary = Summary.read(dir.resolve("run/summary.json"))
       assert(summary.run.transport == "ssh")
       assert(summary.tunnels.get.opened == 20 && summary.tunnels.get.upAtEnd == 20)
@@ -150,8 +153,7 @@ class CliSpec extends AnyWordSpec with Eventually:
     "write the summary when stopped with SIGTERM" in {
       val dir = tempDir().resolve("run")
       val p = start("run", "--devices", "10", "--heartbeat-interval", "1s", "--results", dir.toString)
-      val out = BufferedReader(InputStreamReader(p.getInputStream))
-      eventually(assert(out.readLine().contains("devices |"))) // the first status line: the fleet is up
+      Output(p.getInputStream).await("devices |") // the first status line: the fleet is up
       p.destroy() // SIGTERM
       assert(p.waitFor(60, TimeUnit.SECONDS), "fleetsim did not stop on SIGTERM")
       val summary = Summary.read(dir.resolve("summary.json"))
@@ -163,8 +165,7 @@ class CliSpec extends AnyWordSpec with Eventually:
     "leave its time series when killed outright, for `fleetsim report DIR` to rebuild the page from" in {
       val dir = tempDir().resolve("run")
       val p = start("run", "--devices", "10", "--heartbeat-interval", "1s", "--results", dir.toString)
-      val out = BufferedReader(InputStreamReader(p.getInputStream))
-      eventually(assert(Option(out.readLine()).exists(_.contains("Reporting 10"))))
+      Output(p.getInputStream).await("Reporting 10")
       eventually(assert(Files.readAllLines(dir.resolve("timeseries.jsonl")).size >= 2))
       p.destroyForcibly() // SIGKILL: no shutdown hook, no summary
       assert(p.waitFor(30, TimeUnit.SECONDS))

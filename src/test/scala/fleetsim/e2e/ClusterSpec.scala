@@ -8,9 +8,8 @@ import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.io.{BufferedReader, InputStreamReader}
 import java.nio.file.{Files, Path}
-import java.util.concurrent.{CompletableFuture, LinkedBlockingQueue, TimeUnit}
+import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters.*
 
 /** One fleet over a cluster of `fleetsim node`s, each a JVM of its own on loopback, run by
@@ -18,28 +17,13 @@ import scala.jdk.CollectionConverters.*
   */
 class ClusterSpec extends AnyWordSpec with Eventually:
   /** A child JVM running fleetsim; its output lines are kept for the test to wait on. */
-  private final class Child(heap: String, args: String*):
+  private final class Child(heap: String, val args: String*):
     private val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
     val process: Process = ProcessBuilder((Seq(java, s"-Xmx$heap", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args).asJava)
       .redirectErrorStream(true).start()
-    private val lines = LinkedBlockingQueue[String]()
-    private val buffer = StringBuilder()
-    def output: String = buffer.synchronized(buffer.toString)
-    private val reader = CompletableFuture.runAsync { () =>
-      val in = BufferedReader(InputStreamReader(process.getInputStream))
-      Iterator.continually(in.readLine()).takeWhile(_ != null).foreach { line =>
-        buffer.synchronized(buffer.append(line).append('\n'))
-        lines.put(line)
-      }
-    }
-
-    /** Waits for a line containing `text`; fails with the output so far after `seconds`. */
-    def awaitLine(text: String, seconds: Int = 60): String =
-      val deadline = System.nanoTime() + seconds * 1_000_000_000L
-      Iterator.continually(lines.poll(100, TimeUnit.MILLISECONDS))
-        .find(l => (l != null && l.contains(text)) || System.nanoTime() > deadline)
-        .filter(_ != null).filter(_.contains(text))
-        .getOrElse(fail(s"no line with '$text' within $seconds s; output:\n$output"))
+    private val out = Output(process.getInputStream)
+    def output: String = out.text
+    def awaitLine(text: String, seconds: Int = 60): String = out.await(text, seconds)
 
     def exit(seconds: Int): Int =
       assert(process.waitFor(seconds, TimeUnit.SECONDS), s"did not exit within $seconds s; output:\n$output")
@@ -68,14 +52,14 @@ class ClusterSpec extends AnyWordSpec with Eventually:
   private def cluster(heap: String = "384m"): (Int, Seq[Child]) =
     val ports = Seq.fill(3)(freePort())
     val nodes = ports.map(p => withHeap(heap, "node", "--cluster-port", p.toString, "--seed-nodes", s"127.0.0.1:${ports.head}"))
-    nodes.foreach(_.awaitLine("fleetsim: node"))
+    nodes.foreach(_.awaitLine("fleetsim: node", seconds = 120))
     (ports.head, nodes)
 
   "a fleet over three nodes" should {
     "spread its devices over the nodes, bring every one to Reporting, and sum up to what the controller received" in {
       val (seed, _) = cluster()
-      val (run, results) = fleetOver(seed, "20s", "--dashboard-port", "0")
-      val metricsUrl = run.awaitLine("(Prometheus: ").split("Prometheus: ")(1).stripSuffix(")")
+      val (run, results) = fleetOver(seed, "--dashboard-port", "0")
+      val metricsUrl = run.output.linesIterator.find(_.contains("(Prometheus: ")).get.split("Prometheus: ")(1).stripSuffix(")")
       awaitReporting(results, 3000, within = 60)
       // One /metrics for the fleet, by node: each node's 1,000 devices Reporting.
       val reportingByNode = Scrape.from(metricsUrl).series.collect {
@@ -91,8 +75,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
         }
         Browser.screenshot(driver, "dashboard-cluster.png")
       }
-      assert(run.exit(120) == 0, run.output)
-      val summary = Summary.read(results.resolve(Summary.FileName))
+      val summary = stop(run, results)
       assert(summary.devices.byState("Reporting") == 3000, run.output)
       val nodes = summary.cluster.get.nodes
       assert(nodes.size == 3 && nodes.values.forall(_ == 1000), nodes)
@@ -103,7 +86,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
 
     "re-home a killed node's devices on the others within 30 s, and finish with the loss in the summary" in {
       val (seed, nodes) = cluster()
-      val (run, results) = fleetOver(seed, "50s")
+      val (run, results) = fleetOver(seed)
       awaitReporting(results, 3000, within = 60)
       nodes.last.process.destroyForcibly() // kill -9: no goodbye to the cluster
       val killed = System.nanoTime()
@@ -113,8 +96,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       val rehomedS = (System.nanoTime() - killed) / 1e9
       assert(rehomedS <= 30, s"Reporting again after $rehomedS s")
       info(f"all 3,000 Reporting again $rehomedS%.1f s after the kill")
-      assert(run.exit(120) == 0, run.output)
-      val summary = Summary.read(results.resolve(Summary.FileName))
+      val summary = stop(run, results)
       assert(summary.devices.byState("Reporting") == 3000, run.output)
       val spread = summary.cluster.get
       assert(spread.lost.size == 1 && spread.nodes.size == 2 && spread.nodes.values.sum == 3000, spread)
@@ -151,11 +133,8 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       val run = child("run", "--config", quickBackoff, "--cluster", s"127.0.0.1:$seed", "--cluster-nodes", "3", "--controller", url,
         "--transport", "ssh", "--devices", "24000", "--ramp-rate", "500", "--max-handshakes", "32", "--dashboard", "off", "--results", results.toString)
       awaitReporting(results, 24000, within = 900) // 24,000 SSH handshakes and seven JVMs' warm-up on two cores: about 7 minutes here
-      signal("TERM", run) // Ctrl-C's way: the summary is written on the way out
-      run.exit(180)
-      assert(Files.exists(results.resolve(Summary.FileName)), s"no summary.json; the run's output ended:\n${run.output.takeRight(4000)}")
-      val summary = Summary.read(results.resolve(Summary.FileName))
-      assert(summary.run.stopReason == "interrupted" && summary.devices.byState("Reporting") == 24000, run.output)
+      val summary = stop(run, results) // Ctrl-C's way: the summary is written on the way out
+      assert(summary.devices.byState("Reporting") == 24000, run.output)
       assert(summary.tunnels.get.upAtEnd == 24000)
       val nodes = summary.cluster.get.nodes
       assert(nodes.size == 3 && nodes.values.sum == 24000 && nodes.values.forall(n => n > 0 && n < 19000), nodes) // none could hold it alone
@@ -176,11 +155,10 @@ class ClusterSpec extends AnyWordSpec with Eventually:
         s"pekko.discovery.config.services.fleetsim-nodes.endpoints = [$endpoints]\n").toString
       val nodes = ports.zip(management).map((p, m) =>
         child("node", "--cluster-port", p.toString, "--discovery", "config", "--management-port", m.toString, "--config", discovery))
-      nodes.foreach(_.awaitLine("finding the other nodes of fleetsim-nodes by config discovery"))
-      val (run, results) = fleetOver(ports.last, "15s")
+      nodes.foreach(_.awaitLine("finding the other nodes of fleetsim-nodes by config discovery", seconds = 120))
+      val (run, results) = fleetOver(ports.last)
       awaitReporting(results, 3000, within = 90)
-      assert(run.exit(120) == 0, run.output)
-      val spread = Summary.read(results.resolve(Summary.FileName)).cluster.get
+      val spread = stop(run, results).cluster.get
       assert(spread.nodes.size == 3 && spread.nodes.values.forall(_ == 1000), spread)
       // Kubernetes' probes: Pekko Management's health checks on each node.
       val ready = java.net.http.HttpClient.newHttpClient().send(
@@ -193,13 +171,13 @@ class ClusterSpec extends AnyWordSpec with Eventually:
   "a node stopped with SIGTERM" should {
     "hand its devices over to the others before it leaves" in {
       val (seed, nodes) = cluster()
-      val (run, results) = fleetOver(seed, "40s")
+      val (run, results) = fleetOver(seed)
       awaitReporting(results, 3000, within = 60)
       nodes.last.process.destroy() // SIGTERM
       nodes.last.exit(30)
+      awaitSpread(results, nodes = 2, within = 20)
       awaitReporting(results, 3000, within = 20)
-      assert(run.exit(120) == 0, run.output)
-      val summary = Summary.read(results.resolve(Summary.FileName))
+      val summary = stop(run, results)
       val spread = summary.cluster.get
       assert(spread.nodes.size == 2 && spread.nodes.values.sum == 3000, spread)
       assert(summary.controller.get.duplicates == 0) // a block handed over stops before it starts elsewhere
@@ -209,18 +187,15 @@ class ClusterSpec extends AnyWordSpec with Eventually:
   "a node whose process was stopped past the cluster's decision" should {
     "hold its devices back when it wakes, so no device calls alongside its re-homed copy" in {
       val (seed, nodes) = cluster()
-      val (run, results) = fleetOver(seed, "60s")
+      val (run, results) = fleetOver(seed)
       awaitReporting(results, 3000, within = 60)
       val frozen = nodes.last
       signal("STOP", frozen) // a paused VM, a long GC: the others down it and start its block again
-      eventually(timeout(Span(45, Seconds)), interval(Span(200, Millis))) {
-        val spread = latest(results).fold(Map.empty[String, Long])(_.nodes)
-        assert(spread.size == 2 && spread.values.sum == 3000, spread)
-      }
+      awaitSpread(results, nodes = 2, within = 45)
       signal("CONT", frozen) // its devices wake with their sends overdue
       frozen.awaitLine("its devices hold back until it knows it is still a member", seconds = 30)
-      assert(run.exit(120) == 0, run.output)
-      val summary = Summary.read(results.resolve(Summary.FileName))
+      frozen.exit(60) // it learns it was downed, and its process ends
+      val summary = stop(run, results)
       assert(summary.controller.get.duplicates == 0, frozen.output)
       assert(summary.devices.byState("Reporting") == 3000)
     }
@@ -229,7 +204,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
   "the nodes of a run whose runner is killed" should {
     "stop its devices once the cluster has downed the runner" in {
       val (seed, nodes) = cluster()
-      val (run, results) = fleetOver(seed, "10m")
+      val (run, results) = fleetOver(seed)
       awaitReporting(results, 3000, within = 60)
       run.process.destroyForcibly()
       nodes.foreach(_.awaitLine("left the cluster; stopping its devices here", seconds = 60))
@@ -248,13 +223,27 @@ class ClusterSpec extends AnyWordSpec with Eventually:
     }
   }
 
-  /** `run --cluster` of 3,000 devices over the three nodes for `duration`, and its results folder. */
-  private def fleetOver(seed: Int, duration: String, more: String*): (Child, Path) =
+  /** `run --cluster` of 3,000 devices over the three nodes, and its results folder, once the run has
+    * placed its devices (four JVMs starting on two cores take from seconds to a minute to get there).
+    * It runs until the test [[stop]]s it: a duration would race the test on a slow machine.
+    */
+  private def fleetOver(seed: Int, more: String*): (Child, Path) =
     val results = Files.createTempDirectory("fleetsim-cluster")
     val run = child(Seq("run", "--config", quickBackoff, "--cluster", s"127.0.0.1:$seed", "--cluster-nodes", "3", "--devices", "3000",
-      "--ramp-rate", "600", "--duration", duration, "--heartbeat-interval", "2s", "--stats-interval", "3s", "--results", results.toString) ++
+      "--ramp-rate", "600", "--heartbeat-interval", "2s", "--stats-interval", "3s", "--results", results.toString) ++
       (if more.isEmpty then Seq("--dashboard", "off") else more)*)
+    run.awaitLine("3000 http devices against", seconds = 150)
     (run, results)
+
+  /** Stops the run as Ctrl-C does, and reads the summary it writes on the way out. */
+  private def stop(run: Child, results: Path): Summary =
+    signal("TERM", run)
+    run.exit(180)
+    val file = results.resolve(Summary.FileName)
+    assert(Files.exists(file), s"no summary.json; the run's output ended:\n${run.output.takeRight(4000)}")
+    val summary = Summary.read(file)
+    assert(summary.run.stopReason == "interrupted", run.output)
+    summary
 
   /** Every call the devices counted delivered reached the controller, and the controller received no
     * call the devices did not send. Between the two: calls that timed out at the device after the
@@ -276,8 +265,23 @@ class ClusterSpec extends AnyWordSpec with Eventually:
   private def signal(name: String, child: Child): Unit =
     assert(ProcessBuilder("kill", s"-$name", child.process.pid.toString).start().waitFor() == 0)
 
+  /** Waits until `devices` are Reporting; if they are not, fails with what the fleet was doing and what the run printed. */
   private def awaitReporting(results: Path, devices: Long, within: Int): Unit =
-    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) == devices))
+    val waited = System.nanoTime()
+    try eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) == devices))
+    catch case e: org.scalatest.exceptions.TestFailedDueToTimeoutException =>
+      val last = latest(results)
+      val runs = children.filter(_.args.headOption.contains("run"))
+      fail(s"${reporting(results)} of $devices Reporting after $within s; devices by state ${last.map(_.devices)}, by node ${last.map(_.nodes)}, " +
+        s"errors ${last.map(_.errors)}, rates ${last.map(_.rates)}; the run's output ended:\n${runs.map(_.output.takeRight(3000)).mkString}", e)
+    info(f"$devices Reporting ${(System.nanoTime() - waited) / 1e9}%.1f s into the wait")
+
+  /** Waits until the run's devices are all on `nodes` nodes: a lost node's block started again on the others. */
+  private def awaitSpread(results: Path, nodes: Int, within: Int): Unit =
+    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis))) {
+      val spread = latest(results).fold(Map.empty[String, Long])(_.nodes)
+      assert(spread.size == nodes && spread.values.sum == 3000, spread)
+    }
 
   private def awaitFewer(results: Path, devices: Long, within: Int): Unit =
     eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) < devices, "the lost node's devices were still counted"))
