@@ -3,8 +3,9 @@
 # INTERVAL seconds (default 1) to a broker already listening at BROKER (default mqtt://127.0.0.1:1883);
 # over WINDOW seconds of steady state (default 30) from START seconds in (default 20), CPU ticks and
 # context switches by thread name (numbers dropped), and CPU and switches a publish.
-# With MQTT_BENCHMARK (the peer tool's binary, see bench/mqtt-fleet.sh), then the same workload from
-# it, measured the same way over the same window.
+# With MQTT_BENCHMARK (the peer tool's binary, see bench/mqtt-fleet.sh), the same workload from it
+# at the same time, side by side against the same broker, measured over the same window: on a
+# shared machine whose speed changes from minute to minute, only figures taken together compare.
 #   bench/mqtt-cpu-threads.sh JAR [N]     JOPTS: extra JVM options (the fleet runs through ./fleetsim)
 set -euo pipefail
 jar=$1 n=${2:-1000} broker=${BROKER:-mqtt://127.0.0.1:1883} work="$(mktemp -d)"
@@ -36,6 +37,12 @@ java -jar "$jar" profile show iot-mqtt | sed "s/interval = 10s/interval = ${inte
 FLEETSIM_JAR="$jar" JAVA_OPTS="${JOPTS:-}" "$(dirname "$0")/../fleetsim" run --transport mqtt --broker "$broker" --device-profile "$work/peer.conf" \
   --devices "$n" --ramp-rate 2000 --duration "${duration}s" --dashboard off --results "$work/res" > "$work/run.log" 2>&1 &
 pid=$!
+if [ -n "${MQTT_BENCHMARK:-}" ]; then
+  "$MQTT_BENCHMARK" -broker "tcp://${broker#mqtt://}" -clients "$n" -count $(( duration / interval )) -message-interval "$interval" -qos 1 -size 150 \
+    -topic devices/bench/telemetry -format json -quiet > "$work/peer.json" 2>&1 &
+  peer=$!
+  measure $peer mqtt-benchmark > "$work/peer.measure" &
+fi
 measure $pid fleetsim
 wait $pid || true
 python3 - "$work/res" "$start" "$window" <<'PY'
@@ -48,10 +55,7 @@ print('  lateness in the window, median of the per-second p50 / p99: %.1f / %.1f
 PY
 
 if [ -n "${MQTT_BENCHMARK:-}" ]; then
-  "$MQTT_BENCHMARK" -broker "tcp://${broker#mqtt://}" -clients "$n" -count $(( duration / interval )) -message-interval "$interval" -qos 1 -size 150 \
-    -topic devices/bench/telemetry -format json -quiet > "$work/peer.json" 2>&1 &
-  pid=$!
-  measure $pid mqtt-benchmark
-  wait $pid || true
+  wait # the peer and its measurement
+  cat "$work/peer.measure"
   python3 -c "import json; print('  mqtt-benchmark successes', json.load(open('$work/peer.json'))['totals']['successes'])"
 fi
