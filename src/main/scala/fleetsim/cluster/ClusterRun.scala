@@ -11,6 +11,7 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist
 import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
 import org.apache.pekko.actor.typed.{ActorRef, ActorSystem}
+import org.apache.pekko.cluster.MemberStatus
 import org.apache.pekko.cluster.sharding.ShardRegion
 import org.apache.pekko.cluster.typed.Cluster
 import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope
@@ -117,11 +118,12 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
       figures <- Future.sequence(agents.toSeq.map(_.ask[NodeFigures](NodeAgent.Collect(plan.id, _)).map(Some(_)).recover { case _ => None }))
     yield
       val answered = figures.flatten.map(f => f.node -> f.snapshot).toMap
-      val listed = agents.map(_.path.address.toString)
+      // Lost means no longer a member (downed, or left). A member the runner cannot reach for a while,
+      // or too busy to answer in time, keeps its last figures: it is still running its devices.
+      val members = Cluster(system).state.members.filterNot(_.status == MemberStatus.Down).map(_.address.toString)
       val silent = byNode -- answered.keySet
-      lost ++= silent.keySet -- listed
-      // A node that did not answer in time still counted what it counted; one that is gone has no devices now.
-      byNode = answered ++ silent.map((node, s) => node -> (if listed(node) then s.quiet else s.lost))
+      lost ++= silent.keySet -- members
+      byNode = answered ++ silent.map((node, s) => node -> (if members(node) then s.quiet else s.lost))
       answered.keys.foreach(meters.add)
       byNode.values.foldLeft(zero)(_ + _)
 
