@@ -3,12 +3,17 @@
 # INTERVAL seconds (default 1) to a broker already listening at BROKER (default mqtt://127.0.0.1:1883);
 # over WINDOW seconds of steady state (default 30) from START seconds in (default 20), CPU ticks and
 # context switches by thread name (numbers dropped), and CPU and switches a publish.
-# With MQTT_BENCHMARK (the peer tool's binary, see bench/mqtt-fleet.sh), the same workload from it
+# With MQTT_BENCHMARK (the peer tool mqtt-benchmark's binary), the same workload from it
 # at the same time, side by side against the same broker, measured over the same window: on a
 # shared machine whose speed changes from minute to minute, only figures taken together compare.
+# PEER_BROKER (default BROKER) gives the peer a broker of its own: one mosquitto cannot hold two
+# fleets of 10,000 within its 20,000 open files.
+# The Go proxy here refuses mqtt-benchmark itself; build it from its source (its dependencies come
+# from the proxy): git clone https://github.com/krylovsk/mqtt-benchmark && (cd mqtt-benchmark && go build .)
 #   bench/mqtt-cpu-threads.sh JAR [N]     JOPTS: extra JVM options (the fleet runs through ./fleetsim)
 set -euo pipefail
 jar=$1 n=${2:-1000} broker=${BROKER:-mqtt://127.0.0.1:1883} work="$(mktemp -d)"
+peer_broker=${PEER_BROKER:-$broker}
 interval=${INTERVAL:-1} start=${START:-20} window=${WINDOW:-30}
 duration=$(( start + window + 10 ))
 publishes=$(( n * window / interval )) # in the window
@@ -38,8 +43,10 @@ FLEETSIM_JAR="$jar" JAVA_OPTS="${JOPTS:-}" "$(dirname "$0")/../fleetsim" run --t
   --devices "$n" --ramp-rate 2000 --duration "${duration}s" --dashboard off --results "$work/res" > "$work/run.log" 2>&1 &
 pid=$!
 if [ -n "${MQTT_BENCHMARK:-}" ]; then
-  "$MQTT_BENCHMARK" -broker "tcp://${broker#mqtt://}" -clients "$n" -count $(( duration / interval )) -message-interval "$interval" -qos 1 -size 150 \
-    -topic devices/bench/telemetry -format json -quiet > "$work/peer.json" 2>&1 &
+  # Its clients start over one interval, so that their publishes spread over it as the devices'
+  # phases do: started at once, they publish in bursts of N, which wake a process once for N publishes.
+  "$MQTT_BENCHMARK" -broker "tcp://${peer_broker#mqtt://}" -clients "$n" -count $(( duration / interval )) -message-interval "$interval" \
+    -ramp-up-time "$interval" -qos 1 -size 150 -topic devices/bench/telemetry -format json -quiet > "$work/peer.json" 2> "$work/peer.log" &
   peer=$!
   measure $peer mqtt-benchmark > "$work/peer.measure" &
 fi

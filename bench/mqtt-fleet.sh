@@ -1,23 +1,19 @@
 #!/usr/bin/env bash
 # Benchmark: MQTT fleets (the iot-mqtt profile, telemetry every INTERVAL at QoS 1) against mosquitto
 # in its own process on 127.0.0.1, plain and over TLS: for each size, threads, live heap and RSS per
-# device, CPU per publish in steady state, connect time, time until all connected, and lateness.
-# Then the same publish workload (PEER_CLIENTS clients, one QoS 1 publish a second each) from
-# fleetsim and from the peer tool mqtt-benchmark (Go, paho) side by side: CPU per publish of each
-# process. Appends to BENCHMARKS.md. The Go proxy here refuses mqtt-benchmark itself; build it from
-# its source (its dependencies come from the proxy) and name the binary in MQTT_BENCHMARK:
-#   git clone https://github.com/krylovsk/mqtt-benchmark && (cd mqtt-benchmark && go build .)
+# device, CPU per publish in steady state, connect time, connects a second (the busiest second of the
+# ramp), time until all connected, and lateness. Appends to BENCHMARKS.md. The same workload from a
+# peer tool, side by side, is bench/mqtt-cpu-threads.sh's.
 #   bench/mqtt-fleet.sh [SIZES...]     default: 1000 10000 19000
 # Settings: STEADY seconds (default 60), INTERVAL (10s), RAMP (devices/s, 2000), TLS_RAMP (500: each
-# TLS connect is a full handshake, and mosquitto makes them on one thread), PEER_CLIENTS (1000),
-# PEER_SECONDS (60), PLAIN_SIZES and TLS_SIZES (default: the sizes; empty skips them).
+# TLS connect is a full handshake, and mosquitto makes them on one thread), PLAIN_SIZES and
+# TLS_SIZES (default: the sizes; empty skips them).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sizes=("$@"); [ $# -gt 0 ] || sizes=(1000 10000 19000)
 read -r -a plain_sizes <<< "${PLAIN_SIZES-${sizes[*]}}"
 read -r -a tls_sizes <<< "${TLS_SIZES-${sizes[*]}}"
 steady="${STEADY:-60}" interval="${INTERVAL:-10s}" ramp="${RAMP:-2000}" tls_ramp="${TLS_RAMP:-500}"
-peer_clients="${PEER_CLIENTS:-1000}" peer_seconds="${PEER_SECONDS:-60}"
 
 (cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
 work="$(mktemp -d)"
@@ -73,7 +69,7 @@ fleet_row() {
   sleep $(( steady * 2 / 3 ))
   t1=$(date +%s%3N); c1=$(ticks $pid)
   local threads rss heap
-  if ! kill -0 $pid 2>/dev/null; then echo "| $label | $n | the fleet ended early: see bench/results/$(basename "$results")/$label-$n.log | | | | | | | | | |"; return; fi
+  if ! kill -0 $pid 2>/dev/null; then echo "| $label | $n | the fleet ended early: see bench/results/$(basename "$results")/$label-$n.log | | | | | | | | | | |"; return; fi
   threads=$(ls /proc/$pid/task | wc -l)
   rss=$(awk '/VmRSS/ {print $2 * 1024}' /proc/$pid/status)
   jcmd $pid GC.run > /dev/null
@@ -85,13 +81,15 @@ d, n, label, threads, rss, heap, ticks, hz, t0, t1 = sys.argv[1], int(sys.argv[2
 s = json.load(open(d + "/summary.json"))
 samples = [json.loads(l) for l in open(d + "/timeseries.jsonl") if l.strip()]
 full = next((x["elapsedS"] for x in samples if x["devices"]["Reporting"] == n), None)
+# Connects a second: the busiest second of the ramp, from the samples' Discovering>Reporting moves.
+connects = max((x["transitions"].get("Discovering>Reporting", 0) for x in samples), default=0)
 window = [x for x in samples if t0 < x["t"] <= t1]
 published = sum(x["rates"]["telemetry"]["ok"] for x in window) * ((t1 - t0) / 1000 / max(len(window), 1))
 late = sorted(x["latenessMs"]["telemetry"]["p99"] for x in window) or [0]
 m = s["mqtt"]
 failed = sum(k["failed"] for k in s["messages"].values())
 print(f"| {label} | {n} | {s['devices']['byState']['Reporting']} | {threads} | {heap / n:.0f} | {rss / n / 1024:.1f} | "
-      f"{ticks / hz / max(published, 1) * 1e6:.0f} | {published / ((t1 - t0) / 1000):.0f} | {m['connectMs']['p50']:.0f} / {m['connectMs']['p99']:.0f} | "
+      f"{ticks / hz / max(published, 1) * 1e6:.0f} | {published / ((t1 - t0) / 1000):.0f} | {m['connectMs']['p50']:.0f} / {m['connectMs']['p99']:.0f} | {connects:.0f} | "
       f"{'never' if full is None else f'{full:.0f} s'} | {late[len(late) // 2]:.0f} / {late[-1]:.0f} | {failed} |")
 PY
 }
@@ -100,40 +98,13 @@ rows=()
 for n in "${plain_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtt://127.0.0.1:$plain" plain "$ramp")"); done
 for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls" tls "$tls_ramp")"); done
 
-# The same workload from both tools: clients publishing QoS 1 once a second, CPU per publish.
-peer=()
-gobin="${MQTT_BENCHMARK:-$(go env GOPATH 2>/dev/null)/bin/mqtt-benchmark}"
-if [ ! -x "$gobin" ] && command -v go > /dev/null; then go install github.com/krylovsk/mqtt-benchmark@v0.2.0 > "$results/go-install.log" 2>&1 || true; fi
-echo "$(sed "s/interval = $interval/interval = 1s/" "$profile")" > "$work/peer.conf"
-FLEETSIM_JAR="$work/fleetsim.jar" "$here/fleetsim" run --transport mqtt --broker "mqtt://127.0.0.1:$plain" --device-profile "$work/peer.conf" \
-  --devices "$peer_clients" --ramp-rate "$ramp" --duration "$(( peer_seconds + 5 ))s" --dashboard off --results "$results/peer-fleetsim" > "$results/peer-fleetsim.log" 2>&1 &
-pid=$!; cpu=0
-while kill -0 $pid 2>/dev/null; do c=$(ticks $pid 2>/dev/null || true); [ -z "$c" ] || cpu=$c; sleep 0.5; done
-sent=$(python3 -c "import json; print(json.load(open('$results/peer-fleetsim/summary.json'))['messages']['telemetry']['ok'])")
-peer+=("| fleetsim (JVM, HiveMQ client) | $peer_clients | $sent | $(python3 -c "print(round($cpu / $hz / max($sent, 1) * 1e6))") |")
-if [ -x "$gobin" ]; then
-  /usr/bin/env time -f "%U %S" -o "$results/peer-mqtt-benchmark.time" "$gobin" -broker "tcp://127.0.0.1:$plain" -clients "$peer_clients" \
-    -count "$peer_seconds" -message-interval 1 -qos 1 -size 150 -topic devices/bench/telemetry -format json -quiet > "$results/peer-mqtt-benchmark.json" 2>&1 || true
-  sent=$(python3 -c "import json; print(json.load(open('$results/peer-mqtt-benchmark.json'))['totals']['successes'])" 2>/dev/null || echo 0)
-  cpu=$(awk '{print $1 + $2}' "$results/peer-mqtt-benchmark.time")
-  peer+=("| mqtt-benchmark v0.2.0 (Go, paho) | $peer_clients | $sent | $(python3 -c "print(round($cpu / max($sent, 1) * 1e6))") |")
-else
-  peer+=("| mqtt-benchmark | not found: set MQTT_BENCHMARK (see the top of bench/mqtt-fleet.sh) | | |")
-fi
-
 {
   echo
   echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d)"
   echo
-  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), $steady s of steady state; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = CONNECT to SUBACK (TLS: with the handshake); lateness: median and worst of the per-second p99 in the window."
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), $steady s of steady state; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = CONNECT to SUBACK (TLS: with the handshake); connects/s: the busiest second's devices connected; lateness: median and worst of the per-second p99 in the window."
   echo
-  echo "| broker | devices | Reporting at end | threads | live heap B/device | RSS KiB/device | CPU µs/publish | publishes/s | connect p50 / p99 ms | all connected after | lateness p99 median / worst ms | failed |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| broker | devices | Reporting at end | threads | live heap B/device | RSS KiB/device | CPU µs/publish | publishes/s | connect p50 / p99 ms | connects/s (busiest second) | all connected after | lateness p99 median / worst ms | failed |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
-  echo
-  echo "The same workload from a peer tool: $peer_clients clients, one QoS 1 publish a second each for $peer_seconds s, against the same broker; CPU: user + system of the tool's process over its whole run / publishes acknowledged."
-  echo
-  echo "| tool | clients | publishes acknowledged | CPU µs/publish |"
-  echo "| --- | --- | --- | --- |"
-  printf '%s\n' "${peer[@]}"
 } | tee -a "$here/BENCHMARKS.md"
