@@ -4,10 +4,10 @@
 # over WINDOW seconds of steady state (default 30) from START seconds in (default 20), CPU ticks and
 # context switches by thread name (numbers dropped), and CPU and switches a publish.
 # With MQTT_BENCHMARK (the peer tool mqtt-benchmark's binary), the same workload from it
-# at the same time, side by side against the same broker, measured over the same window: on a
-# shared machine whose speed changes from minute to minute, only figures taken together compare.
-# PEER_BROKER (default BROKER) gives the peer a broker of its own: one mosquitto cannot hold two
-# fleets of 10,000 within its 20,000 open files.
+# at the same time, measured over the same window: on a shared machine whose speed changes from
+# minute to minute, only figures taken together compare. The peer uses the same broker unless
+# PEER_BROKER gives it one of its own: one mosquitto cannot hold two fleets of 10,000 within its
+# 20,000 open files.
 # The Go proxy here refuses mqtt-benchmark itself; build it from its source (its dependencies come
 # from the proxy): git clone https://github.com/krylovsk/mqtt-benchmark && (cd mqtt-benchmark && go build .)
 #   bench/mqtt-cpu-threads.sh JAR [N]     JOPTS: extra JVM options (the fleet runs through ./fleetsim)
