@@ -5,7 +5,7 @@ import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
 import fleetsim.tls.{CertificateAuthority, FleetTls, MqttTls}
 import fleetsim.transport.mqtt.MqttSessions
 import fleetsim.transport.ssh.SshTunnels
-import fleetsim.transport.{Dialer, HeldBack, HttpTransport, Transport, Tunnels, UrlTransport}
+import fleetsim.transport.{Dialer, GatedTunnels, HeldBack, HttpTransport, Transport, Tunnels, UrlTransport}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
@@ -57,9 +57,10 @@ object FleetParts:
     val direct: Transport =
       if settings.transport == "mqtt" then UrlTransport(httpTo(_, _, _, None), system.dispatchers.lookup(DispatcherSelector.blocking()))
       else httpTo(url.scheme, host, port, embeddedCa.filter(_ => settings.controller.clientCertsRequired))
+    def metered(t: Tunnels) = MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics)
     val sshTunnels = settings.ssh.map { ssh =>
       val (sshHost, sshPort) = ssh.target.getOrElse(host -> url.effectivePort)
-      SshTunnels(ssh, SshdSocketAddress(sshHost, sshPort), settings.http)
+      GatedTunnels(metered(SshTunnels(ssh, SshdSocketAddress(sshHost, sshPort), settings.http)), ssh.maxHandshakes)
     }
     val mqttSessions = settings.profile.mqtt.filter(_ => settings.transport == "mqtt").map { options =>
       val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
@@ -68,7 +69,7 @@ object FleetParts:
         settings.http.requestTimeout, devices)
     }
     val http = holding.fold(direct)(HeldBack.transport(direct, _))
-    val tunnels = sshTunnels.orElse(mqttSessions).map(t => MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics))
+    val tunnels = sshTunnels.orElse(mqttSessions.map(metered))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     // MQTT devices run, and their wheels tick, on their sessions' event loops (BENCHMARKS.md, "MQTT devices on their connections' event loop").
     val io = mqttSessions.map(_.io)

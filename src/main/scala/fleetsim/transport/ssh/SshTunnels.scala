@@ -3,8 +3,6 @@ package fleetsim.transport.ssh
 import fleetsim.transport.*
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.QueueOfferResult
-import org.apache.pekko.stream.scaladsl.{Sink, Source}
 import org.apache.sshd.client.SshClient
 import org.apache.sshd.client.session.ClientSession
 import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntry}
@@ -15,12 +13,11 @@ import java.security.KeyPair
 import java.time.Duration as JDuration
 import scala.jdk.CollectionConverters.*
 import scala.concurrent.duration.FiniteDuration
-import scala.concurrent.{ExecutionContext, Future, Promise}
+import scala.concurrent.{ExecutionContext, Future}
 import scala.util.{Failure, Success, Try}
 
-/** One MINA SSHD client and I/O pool for the whole fleet, opening a session per device. Handshakes
-  * go through a gate of `max-handshakes` at a time, so a fleet never storms the server with more
-  * unauthenticated connections than it accepts (OpenSSH's MaxStartups starts dropping at 10).
+/** One MINA SSHD client and I/O pool for the whole fleet, opening a session per device. The fleet
+  * makes at most `max-handshakes` at a time ([[fleetsim.transport.GatedTunnels]]).
   *
   * @param target where tunnelled calls go, as the SSH server sees it (the controller's HTTP address)
   */
@@ -45,24 +42,12 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     c.start()
     c
 
-  private final case class Handshake(user: String, host: String, port: Int, result: Promise[Either[FailureReason, Tunnel]])
-
-  private val gate = Source
-    .queue[Handshake](1 << 16)
-    .mapAsyncUnordered(settings.maxHandshakes)(h => handshake(h.user, h.host, h.port).map(h.result.success))
-    .to(Sink.ignore)
-    .run()
-
   val publicKey: Option[String] = Some(PublicKeyEntry.toString(settings.keys.getPublic))
 
   def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
     settings.endpoint.orElse(offered.map(e => e.host -> e.port)) match
       case None => Future.successful(Left(FailureReason.ProtocolError)) // nowhere to tunnel to
-      case Some((host, port)) =>
-        val result = Promise[Either[FailureReason, Tunnel]]()
-        gate.offer(Handshake(settings.user.getOrElse(login), host, port, result)) match
-          case QueueOfferResult.Enqueued => result.future
-          case _ => Future.successful(Left(FailureReason.Overloaded))
+      case Some((host, port)) => handshake(settings.user.getOrElse(login), host, port)
 
   /** Connect, check the host key, authenticate: all asynchronous, within the handshake timeout. */
   private def handshake(user: String, host: String, port: Int): Future[Either[FailureReason, Tunnel]] =
@@ -92,7 +77,6 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     }
 
   def close(): Future[Done] =
-    gate.complete()
     deadlines.close()
     SshStreams.completion(client.close(false))(_ => Success(Done))
 

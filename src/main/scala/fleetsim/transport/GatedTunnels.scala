@@ -1,0 +1,44 @@
+package fleetsim.transport
+
+import org.apache.pekko.Done
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.stream.QueueOfferResult
+import org.apache.pekko.stream.scaladsl.{Sink, Source}
+
+import scala.concurrent.ExecutionContext.parasitic
+import scala.concurrent.{Future, Promise}
+import scala.util.Success
+
+/** Tunnels opened at most `limit` at a time across the fleet; the other devices wait their turn, in
+  * the order they asked. A fleet then never storms a server with more handshakes than it takes at
+  * once: OpenSSH's MaxStartups starts dropping at 10, and a broker making TLS handshakes on one
+  * thread lets its accept backlog overflow until every connect times out (BENCHMARKS.md, "MQTT
+  * connects in progress, bounded"). Wrap it around the metered tunnels, so that a connect's time is
+  * the server's, not the wait for a turn.
+  */
+final class GatedTunnels(inner: Tunnels, limit: Int)(using system: ActorSystem[?]) extends Tunnels:
+  require(limit >= 1, s"at least one tunnel must be allowed to open (got $limit)")
+
+  // A device asks for one tunnel at a time, so the queue never holds more than this process's
+  // devices; past its bound (more than the descriptors allow anyway) an open fails as overloaded.
+  private val gate = Source
+    .queue[() => Future[Unit]](1 << 16)
+    .mapAsyncUnordered(limit)(turn => turn())
+    .to(Sink.ignore)
+    .run()
+
+  def publicKey: Option[String] = inner.publicKey
+
+  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+    val result = Promise[Either[FailureReason, Tunnel]]()
+    val turn = () =>
+      // delegate: an open that throws fails its own result, never the gate.
+      result.completeWith(Future.delegate(inner.open(device, login, offered, pushed))(using parasitic))
+      result.future.transform(_ => Success(()))(using parasitic)
+    gate.offer(turn) match
+      case QueueOfferResult.Enqueued => result.future
+      case _ => Future.successful(Left(FailureReason.Overloaded))
+
+  def close(): Future[Done] =
+    gate.complete()
+    inner.close()
