@@ -69,7 +69,7 @@ object FleetParts:
         settings.http.requestTimeout, devices)
     }
     val http = holding.fold(direct)(HeldBack.transport(direct, _))
-    val tunnels = sshTunnels.orElse(mqttSessions.map(metered))
+    val tunnels = sshTunnels.orElse(mqttSessions.map(s => GatedTunnels(metered(s), settings.maxConnects)))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     // MQTT devices run, and their wheels tick, on their sessions' event loops (BENCHMARKS.md, "MQTT devices on their connections' event loop").
     val io = mqttSessions.map(_.io)

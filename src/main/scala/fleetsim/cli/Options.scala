@@ -90,6 +90,7 @@ object Flag:
   val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice("http", "ssh", "mqtt"),
     "how devices carry their calls: http, ssh (a tunnel per device) or mqtt (a connection per device to a broker)")
   val Broker = Flag("broker", "fleetsim.mqtt.broker", ValueKind.BrokerUrl, "the MQTT broker under test (--transport mqtt); omit to embed one with the reference controller")
+  val MaxConnects = Flag("max-connects", "fleetsim.mqtt.max-connects", ValueKind.Count, "MQTT connects (TCP, TLS, CONNECT, SUBSCRIBE) in progress at once, in each process of the fleet")
   val ControllerSsh = Flag("controller-ssh", "fleetsim.ssh.endpoint", ValueKind.HostPort, "SSH server for the tunnels (default: the one the controller names at join)")
   val SshUser = Flag("ssh-user", "fleetsim.ssh.user", ValueKind.Text, "user name for every tunnel (default: each device's MAC)")
   val SshKey = Flag("ssh-key", "fleetsim.ssh.key", ValueKind.Text, "private key file for the tunnels (default: one generated for the run)")

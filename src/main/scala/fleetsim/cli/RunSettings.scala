@@ -22,6 +22,7 @@ import scala.concurrent.duration.*
   * @param profile the device profile, compiled for this fleet
   * @param transport http, ssh or mqtt, as summary.json says it
   * @param broker the MQTT broker's URL (mqtt:// or mqtts://); None embeds one with the reference controller
+  * @param maxConnects MQTT connects in progress at once in this process
   * @param controllerUrl None embeds the reference controller
   * @param described the effective `fleetsim` settings as JSON, secrets left out, for config.json
   */
@@ -35,6 +36,7 @@ final case class RunSettings(
     ssh: Option[SshSettings],
     transport: String,
     broker: Option[String],
+    maxConnects: Int,
     profile: ProfiledDevice,
     controller: ControllerSettings,
     controllerUrl: Option[String],
@@ -44,6 +46,7 @@ final case class RunSettings(
     statsd: Option[(String, Int)],
     described: String):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
+  require(maxConnects >= 1, "fleetsim.mqtt.max-connects must be at least 1")
 
   /** HTTP connections the fleet may hold open at once. */
   def connections: Int =
@@ -97,6 +100,7 @@ object RunSettings:
       ssh = ssh,
       transport = transport,
       broker = broker,
+      maxConnects = config.getInt("fleetsim.mqtt.max-connects"),
       profile = parsed.compile(FleetContext(fleet, sshKey, config)),
       controller = controller,
       controllerUrl = controllerUrl,

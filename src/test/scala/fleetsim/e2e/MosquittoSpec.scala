@@ -56,6 +56,22 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
 
     def stop(): Unit = process.destroyForcibly().waitFor()
 
+    /** Stops the broker's process (SIGSTOP): the kernel still takes connections into its backlog, but
+      * nothing answers them; `resume` lets it go on.
+      */
+    def pause(): Unit = Programs.run("kill", "-STOP", process.pid.toString)
+    def resume(): Unit = Programs.run("kill", "-CONT", process.pid.toString)
+
+    /** Connections to the broker open or opening now, counted from the clients' ends in /proc/net/tcp
+      * and tcp6 (a JVM's sockets are IPv6 ones, to 127.0.0.1 mapped): connected or sending SYN; a
+      * closing socket no longer counts.
+      */
+    def clientConnections: Int =
+      val remote = f":$port%04X"
+      Seq("tcp", "tcp6").flatMap(f => Files.readAllLines(Path.of("/proc/net", f)).asScala.drop(1)).map(_.trim.split("\\s+")).count { f =>
+        f(2).endsWith(remote) && (f(3) == "01" || f(3) == "02")
+      }
+
     /** The user names the broker logged its clients in with (`u'NAME'` on each new connection). */
     def identities: Set[String] =
       Files.readAllLines(log).asScala.flatMap(l => "u'([^']*)'".r.findFirstMatchIn(l).map(_.group(1))).toSet
@@ -128,6 +144,27 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
         assert(broker.identities.contains("02:00:00:00:00:07"))
       }
     }
+
+    "hold at most --max-connects connects open to a broker that does not answer, and connect every device once it does" in
+      withBroker("allow_anonymous true") { broker =>
+        val limit = 5
+        val c = config(s"mqtt://127.0.0.1:${broker.port}", profile(), s"fleetsim.mqtt.max-connects = $limit")
+        broker.pause() // before the fleet: every connect it takes waits for a CONNACK until it times out (3 s)
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          val most = java.util.concurrent.atomic.AtomicInteger()
+          val sampler = java.util.concurrent.Executors.newSingleThreadScheduledExecutor()
+          sampler.scheduleAtFixedRate(() => most.accumulateAndGet(broker.clientConnections, math.max), 0, 20, java.util.concurrent.TimeUnit.MILLISECONDS)
+          try
+            // Two rounds of connects that timed out: the fleet kept trying, a few at a time, all along.
+            eventually(assert(run.metrics.snapshot().tunnels.failures(fleetsim.transport.FailureReason.TimedOut) >= 2 * limit))
+            assert(most.get == limit, s"at most $limit connects open at once, and that many: saw ${most.get}")
+          finally sampler.shutdown()
+          broker.resume()
+          eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
+          Await.result(run.finish("test over"), 60.seconds)
+        }
+      }
 
     "come back, every device, spread out, after the broker restarts" in
       withBroker("allow_anonymous true") { broker =>
