@@ -5,15 +5,16 @@
 # ramp), time until all connected, and lateness. Appends to BENCHMARKS.md. The same workload from a
 # peer tool, side by side, is bench/mqtt-cpu-threads.sh's.
 #   bench/mqtt-fleet.sh [SIZES...]     default: 1000 10000 19000
-# Settings: STEADY seconds (default 60), INTERVAL (10s), RAMP (devices/s, 2000), TLS_RAMP (500: each
-# TLS connect is a full handshake, and mosquitto makes them on one thread), PLAIN_SIZES and
-# TLS_SIZES (default: the sizes; empty skips them).
+# Settings: STEADY seconds (default 60), SETTLE (seconds from the ramp's end to the steady window, 30),
+# INTERVAL (10s), RAMP (devices/s, 2000), TLS_RAMP (500: each TLS connect is a full handshake, and
+# mosquitto makes them on one thread), PLAIN_SIZES and TLS_SIZES (default: the sizes; empty skips
+# them). fleetsim's own settings by their environment variables, e.g. FLEETSIM_MAX_CONNECTS.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sizes=("$@"); [ $# -gt 0 ] || sizes=(1000 10000 19000)
 read -r -a plain_sizes <<< "${PLAIN_SIZES-${sizes[*]}}"
 read -r -a tls_sizes <<< "${TLS_SIZES-${sizes[*]}}"
-steady="${STEADY:-60}" interval="${INTERVAL:-10s}" ramp="${RAMP:-2000}" tls_ramp="${TLS_RAMP:-500}"
+steady="${STEADY:-60}" settle="${SETTLE:-30}" interval="${INTERVAL:-10s}" ramp="${RAMP:-2000}" tls_ramp="${TLS_RAMP:-500}"
 
 (cd "$here" && mvn -B -q -Dmaven.test.skip=true package)
 work="$(mktemp -d)"
@@ -58,12 +59,12 @@ java -jar "$work/fleetsim.jar" profile show iot-mqtt | sed "s/interval = 10s/int
 # One fleet against the broker; prints a table row. $1 devices, $2 broker URL, $3 label, $4 ramp rate.
 fleet_row() {
   local n=$1 url=$2 label=$3 ramp=$4 out="$results/$3-$1"
-  local total=$(( n / ramp + 30 + steady ))
+  local total=$(( n / ramp + settle + steady ))
   FLEETSIM_JAR="$work/fleetsim.jar" "$here/fleetsim" run --transport mqtt \
     --broker "$url" --ca-file "$work/ca.pem" --device-profile "$profile" --devices "$n" --ramp-rate "$ramp" \
     --duration "${total}s" --dashboard off --results "$out" > "$out.log" 2>&1 &
   local pid=$!
-  sleep $(( n / ramp + 30 ))
+  sleep $(( n / ramp + settle ))
   local t0 c0 t1 c1
   t0=$(date +%s%3N); c0=$(ticks $pid)
   sleep $(( steady * 2 / 3 ))
@@ -102,7 +103,7 @@ for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls"
   echo
   echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d)"
   echo
-  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), $steady s of steady state; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = CONNECT to SUBACK (TLS: with the handshake); connects/s: the busiest second's devices connected; lateness: median and worst of the per-second p99 in the window."
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), max-connects ${FLEETSIM_MAX_CONNECTS:-at its default}, $steady s of steady state from $settle s after the ramp; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = from the device's turn to its SUBACK (TCP and TLS included); connects/s: the busiest second's devices connected; lateness: median and worst of the per-second p99 in the window."
   echo
   echo "| broker | devices | Reporting at end | threads | live heap B/device | RSS KiB/device | CPU µs/publish | publishes/s | connect p50 / p99 ms | connects/s (busiest second) | all connected after | lateness p99 median / worst ms | failed |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
