@@ -9,12 +9,12 @@ import scala.concurrent.ExecutionContext.parasitic
 import scala.concurrent.{Future, Promise}
 import scala.util.Success
 
-/** Tunnels opened at most `limit` at a time across the fleet; the other devices wait their turn, in
+/** Tunnels opened at most `limit` at a time in this process; the other devices wait their turn, in
   * the order they asked. A fleet then never storms a server with more handshakes than it takes at
   * once: OpenSSH's MaxStartups starts dropping at 10, and a broker making TLS handshakes on one
-  * thread lets its accept backlog overflow until every connect times out (BENCHMARKS.md, "MQTT
-  * connects in progress, bounded"). Wrap it around the metered tunnels, so that a connect's time is
-  * the server's, not the wait for a turn.
+  * thread falls behind a fast ramp until the connects piled up on it time out, back off and come
+  * again (BENCHMARKS.md, "MQTT connects in progress, bounded"). Wrap it around the metered tunnels,
+  * so that a connect's time is the server's, not the wait for a turn.
   */
 final class GatedTunnels(inner: Tunnels, limit: Int)(using system: ActorSystem[?]) extends Tunnels:
   require(limit >= 1, s"at least one tunnel must be allowed to open (got $limit)")
