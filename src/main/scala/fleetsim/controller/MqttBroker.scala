@@ -75,8 +75,10 @@ object MqttBroker:
     properties.setProperty("telemetry_enabled", "false") // it would call home: tests and benchmarks stay on loopback
     properties.setProperty("netty.native", "false")
     properties.setProperty("intercept.thread_pool.size", "1")
-    // A CONNECT that finds its session loop's queue full gets no CONNACK: room for a fleet's connect storm.
-    properties.setProperty("session_queue_size", "16384")
+    // A CONNECT that finds its session loop's queue full gets no CONNACK, and a fleet stopping at once
+    // queues about three commands a device (DISCONNECT, connection lost, flush): room for the largest
+    // fleet the open-file budget lets share a process with the broker (9,900 devices), on one loop.
+    properties.setProperty("session_queue_size", "65536")
     properties.setProperty("netty.mqtt.message_size", (1 << 20).toString)
     val server = Server()
     val watcher = Watcher(registry)
