@@ -57,10 +57,11 @@ object FleetParts:
     val direct: Transport =
       if settings.transport == "mqtt" then UrlTransport(httpTo(_, _, _, None), system.dispatchers.lookup(DispatcherSelector.blocking()))
       else httpTo(url.scheme, host, port, embeddedCa.filter(_ => settings.controller.clientCertsRequired))
-    def metered(t: Tunnels) = MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics)
+    /** Sessions as the devices see them: metered, held back on a held node, and `atOnce` opening at a time. */
+    def gated(t: Tunnels, atOnce: Int) = GatedTunnels(MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics), atOnce)
     val sshTunnels = settings.ssh.map { ssh =>
       val (sshHost, sshPort) = ssh.target.getOrElse(host -> url.effectivePort)
-      GatedTunnels(metered(SshTunnels(ssh, SshdSocketAddress(sshHost, sshPort), settings.http)), ssh.maxHandshakes)
+      gated(SshTunnels(ssh, SshdSocketAddress(sshHost, sshPort), settings.http), ssh.maxHandshakes)
     }
     val mqttSessions = settings.profile.mqtt.filter(_ => settings.transport == "mqtt").map { options =>
       val mqttTls = Option.when(url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
@@ -69,7 +70,7 @@ object FleetParts:
         settings.http.requestTimeout, devices)
     }
     val http = holding.fold(direct)(HeldBack.transport(direct, _))
-    val tunnels = sshTunnels.orElse(mqttSessions.map(s => GatedTunnels(metered(s), settings.maxConnects)))
+    val tunnels = sshTunnels.orElse(mqttSessions.map(gated(_, settings.maxConnects)))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     // MQTT devices run, and their wheels tick, on their sessions' event loops (BENCHMARKS.md, "MQTT devices on their connections' event loop").
     val io = mqttSessions.map(_.io)
