@@ -93,7 +93,7 @@ object RunSettings:
     RunSettings(
       fleet = fleet,
       device = DeviceSettings(config),
-      http = HttpSettings(config),
+      http = HttpSettings(config).copy(limits = parsed.limits),
       connection = parsed.connectionMode(ownIdentity),
       sourceIps = sourceIps,
       tls = tls,

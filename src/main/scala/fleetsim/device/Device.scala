@@ -139,11 +139,11 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def discovering(command: Command): Unit = command match
     case Replied(_, call, reply) if profile.join.contains(call) =>
-      call.read(reply, this) match
+      read(call, reply) match
         case Outcome.Ok => joined()
         case Outcome.NotAdmitted => wake(RetryJoin, backoffDelay()) // ask again, more slowly each time
         case Outcome.RetryAfter(nanos) => backOff(nanos)
-        case Outcome.Reauthenticate | Outcome.Rejoin | Outcome.Failed => backOff()
+        case Outcome.Reauthenticate | Outcome.Rejoin | Outcome.Failed | Outcome.Unreadable => backOff()
     case TunnelOpened(Right(opened)) => // the session was the join
       failures = 0
       attach(opened)
@@ -172,13 +172,19 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private def online(command: Command): Unit = command match
     case Due(i) if !early(registers(Registers.dueAt(i))) => sendMessage(i)
     case Replied(n, call, reply) if n == session =>
-      if current == ConfigDownloading && (call eq updatingCall) then updated(call.read(reply, this))
+      if current == ConfigDownloading && (call eq updatingCall) then updated(read(call, reply))
       else
         val i = shared.messageOf(call.kind.index)
-        if i >= 0 then replied(i, call.read(reply, this))
+        if i >= 0 then replied(i, read(call, reply))
     case TunnelLost(n) if n == tunnelNumber => sessionLost()
     case Pushed(n, push) if n == tunnelNumber => pushed(push)
     case _ => () // an older session's
+
+  /** What a reply means, as the profile reads it into the device; a 2xx it cannot use is counted as the failure it is. */
+  private def read(call: Call, reply: Reply): Outcome =
+    val outcome = call.read(reply, this)
+    if outcome == Outcome.Unreadable then events.unreadable(call.kind)
+    outcome
 
   /** A periodic message's reply: up to date, refused, or one more failure in a row. */
   private def replied(i: Int, outcome: Outcome): Unit = outcome match
@@ -188,7 +194,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case Outcome.Rejoin => refused()
     case Outcome.Reauthenticate => rejoin()
     case Outcome.RetryAfter(nanos) => postpone(i, nanos)
-    case Outcome.Failed | Outcome.NotAdmitted =>
+    case Outcome.Failed | Outcome.NotAdmitted | Outcome.Unreadable =>
       val failed = registers(Registers.failures(i)) + 1
       registers(Registers.failures(i)) = failed
       val limit = profile.messages(i).maxFailures.getOrElse(settings.maxLostHeartbeats)

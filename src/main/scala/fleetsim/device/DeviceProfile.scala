@@ -87,6 +87,8 @@ enum Outcome:
   /** 429/503: come back after this many nanoseconds. */
   case RetryAfter(nanos: Long)
   case Failed
+  /** A 2xx reply without a value the profile needs (or with one of the wrong type): a failure, counted as `unreadable`. */
+  case Unreadable
 
 /** What a profile sees of one device while it renders a call or reads a reply. */
 trait DeviceScope:

@@ -16,6 +16,10 @@ trait DeviceEvents:
   def stopped(state: DeviceState): Unit
   /** A scheduled send of `kind` left this long after the time it was scheduled for. */
   def late(kind: MessageKind, nanos: Long): Unit
+  /** A call of `kind` was answered 2xx, counted ok by its transport, but the reply lacks what the
+    * profile needs from it: it counts as failed (`unreadable`) instead.
+    */
+  def unreadable(kind: MessageKind): Unit
   /** A push arrived (a message on the device's MQTT subscriptions). */
   def pushed(): Unit
   /** A push's configuration was applied and acknowledged this long after the push arrived. */

@@ -95,6 +95,11 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
     k.latency.record(latencyNanos)
     k.inFlight.decrement()
 
+  def unreadable(kind: MessageKind): Unit =
+    val k = figures(kind.index)
+    k.failed(FailureReason.Unreadable.ordinal).increment()
+    k.ok.decrement()
+
   def tunnelOpened(handshakeNanos: Long): Unit =
     tunnelsOpened.increment()
     tunnelsUp.increment()

@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.{JsonReader, JsonReaderExcepti
 import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
 import fleetsim.fleet.FleetSettings
-import fleetsim.transport.{ConnectionMode, MessageKind, UrlTransport}
+import fleetsim.transport.{ConnectionMode, MessageKind, ReplyLimits, UrlTransport}
 import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
 
 import java.io.File
@@ -80,6 +80,29 @@ object ProfileLoader:
           throw ProfileError(s"${where(value)}: connection = shared cannot carry each device's own ${flag}: say per-device or per-call")
         mode
 
+    /** What a reply may hold before the call fails as tooLarge: the profile's `limits`, over the defaults. */
+    val limits: ReplyLimits =
+      if !config.hasPath("limits") then ReplyLimits.Default
+      else
+        val block = config.getValue("limits") match
+          case o: ConfigObject => o
+          case v => throw ProfileError(s"${where(v)}: limits must be a block, like limits { body = 16 MiB }")
+        val keys = Map("status-line" -> "bytes", "headers" -> "lines", "head" -> "bytes", "body" -> "bytes")
+        for key <- block.keySet.asScala if !keys.contains(key) do
+          throw ProfileError(s"${where(block.get(key))}: unknown key '$key' in limits; it may have ${keys.keys.toSeq.sorted.mkString(", ")}")
+        val c = block.toConfig
+        def size(key: String, default: Int, min: Long): Int =
+          if !c.hasPath(key) then default
+          else
+            val value = c.getValue(key)
+            val n = try if keys(key) == "lines" then c.getLong(key) else c.getBytes(key).longValue
+              catch case _: ConfigException => throw ProfileError(s"${where(value)}: limits.$key must be ${if keys(key) == "lines" then "a number of lines, like 100" else "a size, like 64 KiB or 8 MiB"}")
+            if n < min || n > Int.MaxValue / 2 then throw ProfileError(s"${where(value)}: limits.$key must be from $min to ${Int.MaxValue / 2} (got $n)")
+            n.toInt
+        val d = ReplyLimits.Default
+        val statusLine = size("status-line", d.statusLine, 16)
+        ReplyLimits(statusLine, size("headers", d.headers, 1), size("head", d.head.max(statusLine), statusLine), size("body", d.body, 0))
+
     def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
@@ -142,7 +165,7 @@ object ProfileLoader:
     private val mqtt = transport.contains("mqtt")
     private val httpOnly = Set("connection", "join", "ssh", "reactions")
     private val mqttOnly = Set("mqtt", "pushes")
-    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers") ++ (if mqtt then mqttOnly else httpOnly),
+    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits") ++ (if mqtt then mqttOnly else httpOnly),
       if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"
@@ -404,6 +427,9 @@ object ProfileLoader:
           (compileCall(text, form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
       }
 
+    /** Headers that say how the request is framed or the connection used: a profile's would contradict fleetsim's own. */
+    private val FramingHeaders = Seq("Content-Length", "Transfer-Encoding", "Connection")
+
     /** An HTTP call to a path on the controller, or (`target` url) to an absolute URL. */
     private def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
         notAdmitted: Set[Int], target: String): TemplateCall =
@@ -416,13 +442,19 @@ object ProfileLoader:
       val bodied = bodyOf(c, what, atJoin)
       val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
       if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
-      val path = compileCall(string(c, target), c.getValue(target), atJoin, Escape.None, s"$what.$target")
+      if method == "HEAD" || method == "CONNECT" then failAt(c, "method", s"$what.method $method is not supported: a device's calls read a reply's body (use GET)")
+      def literal(key: String, text: String, at: ConfigValue) =
+        if TemplateCall.breaksLine(text) then fail(at, s"$what.$key holds CR, LF or NUL, which would end the request line or a header: remove it")
+        text
+      val path = compileCall(literal(target, string(c, target), c.getValue(target)), c.getValue(target), atJoin, Escape.None, s"$what.$target")
       val (body, contentType) = (bodied.map(_._1), bodied.map(_._2))
       val listed = if !c.hasPath("headers") then Seq.empty else
         val h = obj(c, "headers", s"$what.headers")
         h.keySet.asScala.toSeq.sortBy(k => h.get(k).origin.lineNumber).map { name =>
           if !name.matches("[A-Za-z0-9-]+") then fail(h.get(name), s"$what.headers: '$name' is not a header name")
-          name -> compileCall(String.valueOf(h.get(name).unwrapped), h.get(name), atJoin, Escape.None, s"$what.headers.$name")
+          if FramingHeaders.exists(_.equalsIgnoreCase(name)) then
+            fail(h.get(name), s"$what.headers: $name is fleetsim's to send (it frames the request and the connection): remove it; the connection key says how connections are used")
+          name -> compileCall(literal(s"headers.$name", String.valueOf(h.get(name).unwrapped), h.get(name)), h.get(name), atJoin, Escape.None, s"$what.headers.$name")
         }
       val all = contentType.filterNot(_ => listed.exists(_._1.equalsIgnoreCase("Content-Type")))
         .map(t => "Content-Type" -> compileCall(t, block, atJoin, Escape.None, what)).toSeq ++ listed

@@ -181,25 +181,29 @@ final class TemplateCall(
 
   def render(device: DeviceScope): Request =
     val scope = CallScope(device, message, walks)
+    var unsafe: String = null
     val lines = headers match
       case Left(constant) => constant
       case Right(templates) =>
         val out = java.lang.StringBuilder()
         templates.foreach { (name, value) =>
           out.append(String(name, US_ASCII))
+          val from = out.length
           value.render(scope, out)
+          // A value kept from a reply may hold a line break: sent, it would end this header and start another.
+          if unsafe == null && breaksLine(out, from) then unsafe = s"header ${String(name, US_ASCII).stripSuffix(": ")} holds CR, LF or NUL"
           out.append("\r\n")
         }
         out.toString.getBytes(UTF_8)
     val bytes = body match
       case Some(template) => template.bytes(scope)
       case None => Empty
-    Request(kind, method, path.text(scope), lines, bytes, qos, retain)
+    Request(kind, method, path.text(scope), lines, bytes, qos, retain, unsafe)
 
   override val keepsNothing: Boolean = keeps.isEmpty
 
   def read(reply: Reply, device: DeviceScope): Outcome = reply match
-    case r: Reply.Response if r.ok => if Keep.all(keeps, r, device) then Outcome.Ok else Outcome.Failed
+    case r: Reply.Response if r.ok => if Keep.all(keeps, r, device) then Outcome.Ok else Outcome.Unreadable
     case r: Reply.Response if notAdmitted(r.status) => Outcome.NotAdmitted
     case r: Reply.Response =>
       reactions.getOrElse(r.status, Reaction.Failed) match
@@ -211,6 +215,12 @@ final class TemplateCall(
 
 object TemplateCall:
   private val Empty = Array.emptyByteArray
+
+  /** Whether `text` from `from` on holds CR, LF or NUL: bytes no header value may carry (RFC 9110 §5.5). */
+  def breaksLine(text: CharSequence, from: Int = 0): Boolean =
+    var i = from
+    while i < text.length && { val c = text.charAt(i); c != '\r' && c != '\n' && c != 0 } do i += 1
+    i < text.length
 
   /** Retry-After in nanoseconds: delay-seconds or an HTTP date; 0 (the device's backoff) when absent or unreadable. */
   def retryAfter(value: String): Long =

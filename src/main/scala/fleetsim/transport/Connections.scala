@@ -7,6 +7,7 @@ import org.apache.pekko.util.ByteString
 
 import java.net.{Inet4Address, InetAddress, InetSocketAddress}
 import javax.net.ssl.SSLEngine
+import scala.concurrent.duration.Duration
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.Success
 
@@ -93,17 +94,17 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
 
-  /** A new connection's bytes. It closes when idle for keep-alive-timeout, before the server's own
-    * idle timeout can close one the client is about to use.
+  /** A new connection's bytes. Its connection closes it when idle ([[Deadlines]]): a timeout on the
+    * socket would count a call waiting for its reply as idle.
     */
   def bytes(device: Int): Flow[ByteString, ByteString, ?] =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
     tls match
-      case None => tcp.outgoingConnection(address, local, connectTimeout = settings.connectTimeout, idleTimeout = settings.keepAliveTimeout)
+      case None => tcp.outgoingConnection(address, local, connectTimeout = settings.connectTimeout)
       case Some(client) =>
         val engine = client.engine(device)
         def over(e: SSLEngine) = tcp.outgoingConnectionWithTls(address, () => e, local, Nil, settings.connectTimeout,
-          settings.keepAliveTimeout, _ => Success(()), TLSClosing.ignoreComplete)
+          Duration.Inf, _ => Success(()), TLSClosing.ignoreComplete)
         engine.value match
           case Some(Success(ready)) => over(ready)
           case _ => Flow.futureFlow(engine.map(over)(using ExecutionContext.parasitic))

@@ -12,17 +12,34 @@ import scala.annotation.tailrec
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 
+/** How much of a reply a device reads before it gives up on it as `tooLarge`: a server that sends
+  * an endless body or a megabyte of headers must not run the fleet out of memory.
+  *
+  * @param statusLine bytes of the status line
+  * @param headers header lines (and trailer lines of a chunked body)
+  * @param head bytes of the status line and headers together
+  * @param body bytes of a body, after chunked decoding
+  */
+final case class ReplyLimits(statusLine: Int, headers: Int, head: Int, body: Int):
+  require(statusLine >= 16 && headers >= 1 && head >= statusLine && body >= 0, s"reply limits too small: $this")
+
+object ReplyLimits:
+  /** A config download of several megabytes passes; a runaway reply stops well before the heap notices. */
+  val Default: ReplyLimits = ReplyLimits(statusLine = 1024, headers = 100, head = 64 * 1024, body = 8 * 1024 * 1024)
+
 /** The HTTP client settings.
   *
   * @param maxConnections connections to the controller shared by the whole fleet; None = fitted to it
   * @param pipelining calls in flight on one connection at a time
+  * @param limits what a reply may hold: the profile's `limits`, else the defaults
   */
 final case class HttpSettings(
     maxConnections: Option[Int],
     pipelining: Int,
     requestTimeout: FiniteDuration,
     connectTimeout: FiniteDuration,
-    keepAliveTimeout: FiniteDuration):
+    keepAliveTimeout: FiniteDuration,
+    limits: ReplyLimits = ReplyLimits.Default):
   require(maxConnections.forall(_ >= 1), "fleetsim.http.max-connections must be at least 1, or auto")
   require(pipelining >= 1, "fleetsim.http.pipelining must be at least 1")
   require(requestTimeout > Duration.Zero, "fleetsim.http.request-timeout must be positive")
@@ -50,40 +67,49 @@ object HttpSettings:
   * connection with room; when none has, it fails at once as Overloaded rather than queueing past
   * its deadline. A closed connection is opened again by its next call. Per device: each device's
   * own connection, opened by its first call and again after it closes. Per call: a new connection
-  * for each call, closed by the server after its reply (`Connection: close`).
+  * for each call, which the client closes once the reply is read, as a curl run for each call does.
+  * A call a closing connection did not answer is sent again where that is safe ([[PipelinedConnection]]).
   */
 final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: ConnectionMode, settings: HttpSettings, devices: Int)(
     using system: ActorSystem[?])
     extends Transport:
+  import PipelinedConnection.Call
+
   private val size = if mode == ConnectionMode.Shared then settings.connectionsFor(devices) else 0
   private val shared = AtomicReferenceArray[PipelinedConnection](size)
   private val own = ConcurrentHashMap[Int, PipelinedConnection]()
   private val next = AtomicInteger()
-  private val deadlines = Deadlines(settings.requestTimeout)
-  private val renderer = Http1.Renderer(s"$host:$port", close = mode == ConnectionMode.PerCall)
+  private val deadlines = Deadlines(settings.requestTimeout, Some(settings.keepAliveTimeout))
+  private val renderer = Http1.Renderer(s"$host:$port")
 
   def send(device: Int, request: Request): Future[Reply] =
     val bytes = renderer.render(request)
-    mode match
-      case ConnectionMode.Shared => sendShared(bytes)
-      case ConnectionMode.PerDevice =>
-        orOverloaded(own.compute(device, (_, current) => if current != null && current.isOpen then current else open(device)).send(bytes))
-      case ConnectionMode.PerCall => orOverloaded(PipelinedConnection(dialer.bytes(device), 1, deadlines).send(bytes))
+    if bytes == null then Http1.refuse(request)
+    else
+      val call = Call(bytes, request.idempotent, deadlines.deadline())
+      place(device, call)
+      call.reply.future
 
-  private def sendShared(bytes: ByteString): Future[Reply] =
+  /** Puts a call on a connection as the mode says; one that none takes fails at once as Overloaded. */
+  private def place(device: Int, call: Call): Unit =
+    val taken = mode match
+      case ConnectionMode.Shared => placeShared(call)
+      case ConnectionMode.PerDevice =>
+        own.compute(device, (_, current) => if current != null && current.isOpen then current else open(device)).offer(call)
+      case ConnectionMode.PerCall => connection(device, settings.pipelining, oneCall = true).offer(call)
+    if !taken then call.reply.trySuccess(Reply.Failed(FailureReason.Overloaded))
+
+  private def placeShared(call: Call): Boolean =
     val first = next.getAndIncrement()
-    @tailrec def attempt(tried: Int): Future[Reply] =
-      if tried == size then overloaded
-      else sharedConnection(Math.floorMod(first + tried, size)).send(bytes) match
-        case Some(reply) => reply
-        case None => attempt(tried + 1)
+    @tailrec def attempt(tried: Int): Boolean =
+      tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || attempt(tried + 1))
     attempt(0)
 
   private def sharedConnection(slot: Int): PipelinedConnection =
     val current = shared.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = PipelinedConnection(dialer.bytes(slot), settings.pipelining, deadlines)
+      val fresh = connection(slot, settings.pipelining)
       if shared.compareAndSet(slot, current, fresh) then fresh
       else
         fresh.close()
@@ -91,12 +117,14 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
 
   /** A device's own connection; forgotten once it closes, so idle devices hold nothing. */
   private def open(device: Int): PipelinedConnection =
-    val connection = PipelinedConnection(dialer.bytes(device), settings.pipelining, deadlines)
-    connection.finished.onComplete(_ => own.remove(device, connection))(using ExecutionContext.parasitic)
-    connection
+    val opened = connection(device, settings.pipelining)
+    opened.finished.onComplete(_ => own.remove(device, opened))(using ExecutionContext.parasitic)
+    opened
 
-  private val overloaded = Future.successful(Reply.Failed(FailureReason.Overloaded))
-  private def orOverloaded(sent: Option[Future[Reply]]): Future[Reply] = sent.getOrElse(overloaded)
+  /** A new connection for `device` (a shared slot's number, for shared ones); what it leaves unanswered is placed again. */
+  private def connection(device: Int, depth: Int, oneCall: Boolean = false): PipelinedConnection =
+    PipelinedConnection(dialer.bytes(device), if oneCall then 1 else depth, deadlines, settings.limits, oneCall, idles = !oneCall,
+      resend = place(device, _))
 
   def close(): Future[Done] =
     deadlines.close()

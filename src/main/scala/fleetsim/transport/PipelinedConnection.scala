@@ -2,7 +2,7 @@ package fleetsim.transport
 
 import org.apache.pekko.actor.Cancellable
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.scaladsl.{Flow, Keep, Sink, Source}
+import org.apache.pekko.stream.scaladsl.{BidiFlow, Flow, Keep, Sink, Source}
 import org.apache.pekko.stream.{KillSwitches, QueueOfferResult}
 import org.apache.pekko.util.ByteString
 import org.apache.pekko.Done
@@ -17,50 +17,67 @@ import scala.util.{Failure, Success, Try}
   * calls pipelined on it. Responses come back in request order, so each goes to the oldest waiting
   * call. A call unanswered at its deadline fails TimedOut but keeps its place, as its response
   * will still come on this connection.
+  *
+  * A connection closes as RFC 9112 §9.6 says: after a response that says it is the last (the
+  * server's `Connection: close`, HTTP/1.0, or the one call of `oneCall`), or when the server
+  * closes, this side closes too, so no socket waits in CLOSE-WAIT for the server to give up on it.
+  * It is never written to again once either side has said it closes. Calls it ends without
+  * answering go to `resend` once, to be sent on another connection, when that is safe: the server
+  * said it would read nothing behind the last response, or the call is idempotent and the
+  * connection had answered before (the server closed an idle connection as the call was written).
+  *
+  * @param idles closed after the transport's keep-alive time with no call in flight ([[Deadlines]])
   */
-final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines)(
-    using system: ActorSystem[?]):
-  private final class Call(val deadline: Long, val reply: Promise[Reply])
+final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines,
+    limits: ReplyLimits = ReplyLimits.Default, oneCall: Boolean = false, idles: Boolean = false,
+    resend: PipelinedConnection.Call => Unit = PipelinedConnection.NoResend)(using system: ActorSystem[?]):
+  import PipelinedConnection.*
 
   private val calls = java.util.ArrayDeque[Call]() // guarded by this
   private var closing = false // guarded by this
   private var why: Option[FailureReason] = None // guarded by this: set when this side ends the connection
+  private var answered = 0 // guarded by this: responses read
+  private var lastResponseRead = false // guarded by this: the server reads nothing behind it
+  private var lastActive = System.nanoTime() // guarded by this
 
   private val ((requests, switch), done) = Source
     .queue[ByteString](depth)
     .batch(depth, identity)(_ ++ _) // what queues during a write leaves in the next one
-    .viaMat(KillSwitches.single)(Keep.both)
-    .via(bytes)
-    .via(Http1.ResponseParser())
+    // Both ways: shut, it ends writing and stops reading, so the socket closes whoever spoke last (TLS included).
+    .viaMat(BidiFlow.fromGraph(KillSwitches.singleBidi[ByteString, ByteString]).joinMat(bytes)(Keep.left))(Keep.both)
+    .via(Http1.ResponseParser(limits, oneCall, () => lastResponse()))
     .toMat(Sink.foreach(answer))(Keep.both)
     .run()
   done.onComplete(closed)(using ExecutionContext.parasitic)
+  if idles then deadlines.opened(this)
 
   /** Completes when the connection has closed, for any reason. */
   def finished: Future[Done] = done.transform(_ => Success(Done))(using ExecutionContext.parasitic)
 
   def isOpen: Boolean = synchronized(!closing)
 
-  /** The reply to a call rendered by [[Http1.Renderer]], or None when the connection is full or
-    * closing: the caller tries another with the same bytes.
+  /** Writes a call rendered by [[Http1.Renderer]]; false when the connection is full or closing:
+    * the caller tries another.
     */
-  def send(request: ByteString): Option[Future[Reply]] =
+  def offer(call: Call): Boolean =
     synchronized {
-      if closing || calls.size >= depth then None
-      else
-        val call = Call(System.nanoTime() + deadlines.timeout.toNanos, Promise())
-        requests.offer(request) match
+      !closing && calls.size < depth && {
+        requests.offer(call.bytes) match
           case QueueOfferResult.Enqueued =>
             calls.add(call)
+            lastActive = System.nanoTime()
             if calls.size == 1 then deadlines.watch(this)
-            Some(call.reply.future)
-          case _ => None
+            true
+          case _ => false
+      }
     }
 
-  /** No new calls; the ones in flight are answered or time out. */
+  /** Closes the connection now: a call still in flight fails (the fleet closes its transports
+    * once its devices' last calls are answered).
+    */
   def close(): Unit =
     synchronized { closing = true }
-    switch.shutdown() // the server still answers what it has read
+    switch.shutdown()
 
   /** Fails the calls past their deadline; their replies, should they come, are dropped. A call
     * unanswered a whole timeout past its deadline means the server is stuck, and ends the connection.
@@ -80,40 +97,102 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     }
     if stuck then switch.abort(TimeoutException("server stuck: a call unanswered a timeout past its deadline"))
 
+  /** Closes the connection when it has carried no call for `keepAlive`: a connection with a call in
+    * flight is not idle, however long its server takes.
+    */
+  private[transport] def closeIfIdle(now: Long, keepAlive: Long): Unit =
+    val idle = synchronized {
+      !closing && calls.isEmpty && now - lastActive > keepAlive && { closing = true; true }
+    }
+    if idle then switch.shutdown()
+
+  /** The parser read the last response the server sends here: write nothing more. */
+  private def lastResponse(): Unit =
+    synchronized {
+      closing = true
+      lastResponseRead = true
+    }
+    switch.shutdown()
+
   private def answer(reply: Reply): Unit =
     val call = synchronized {
       val call = calls.poll()
+      answered += 1
+      lastActive = System.nanoTime()
       if calls.isEmpty then deadlines.unwatch(this)
       call
     }
     if call != null then call.reply.trySuccess(reply)
 
   private def closed(result: Try[Done]): Unit =
-    val (left, reason) = synchronized {
-      closing = true
-      val left = Iterator.continually(calls.poll()).takeWhile(_ != null).toList
-      val reason = why.getOrElse(result match
-        case Failure(e) => Replies.reason(e)
-        case Success(_) => FailureReason.ProtocolError) // the server closed with calls unanswered
-      (left, reason)
-    }
-    left.foreach(_.reply.trySuccess(Reply.Failed(reason)))
+    switch.shutdown() // reading has ended, so writing ends too and the socket closes: never half-open in CLOSE-WAIT
     deadlines.unwatch(this)
+    deadlines.closed(this)
+    val (left, reused, announced, ours) = synchronized {
+      closing = true
+      (Iterator.continually(calls.poll()).takeWhile(_ != null).toList, answered > 0, lastResponseRead, why)
+    }
+    // A reply that broke off or broke the rules fails the call it answers; the calls behind it were never answered.
+    val unanswered = result match
+      case Failure(e) if left.nonEmpty && (e.isInstanceOf[Http1.MalformedResponse] || e.isInstanceOf[Http1.TooLarge]) =>
+        val reason = if e.isInstanceOf[Http1.TooLarge] then FailureReason.TooLarge else FailureReason.ProtocolError
+        Complaints.warn(reason.key, s"${e.getMessage}: the call fails as ${reason.key}, and its connection is closed")
+        left.head.reply.trySuccess(Reply.Failed(reason))
+        left.tail
+      case _ => left
+    val reason = ours.getOrElse(result match
+      case Failure(e) => Replies.reason(e)
+      case Success(_) => FailureReason.ProtocolError) // the server closed with calls unanswered
+    val now = System.nanoTime()
+    unanswered.foreach { call =>
+      if !call.reply.isCompleted then
+        if !call.resent && (announced || (call.idempotent && reused)) && call.deadline - now > 0 then
+          call.resent = true
+          resend(call)
+        else call.reply.trySuccess(Reply.Failed(reason))
+    }
+
+object PipelinedConnection:
+  /** A call in flight: its request's bytes are kept, so that a connection that ends without
+    * answering can hand it to another ([[PipelinedConnection]]'s `resend`).
+    *
+    * @param deadline on System.nanoTime: it stays the call's own on whichever connection it is sent
+    */
+  final class Call(val bytes: ByteString, val idempotent: Boolean, val deadline: Long):
+    val reply: Promise[Reply] = Promise()
+    @volatile private[PipelinedConnection] var resent = false
+
+  /** For a connection with nowhere else to send a call: it fails as the connection's end says. */
+  val NoResend: Call => Unit = call => call.reply.trySuccess(Reply.Failed(FailureReason.ProtocolError))
 
 /** One ticker that fails overdue calls on all of a transport's connections, instead of a timer per
   * call. It looks only at connections with calls in flight: a fleet of SSH tunnels has one connection
   * a device, nearly all idle between reports, and scanning them all ten times a second took 7-9% of
-  * a 6,000-tunnel fleet's CPU samples (BENCHMARKS.md, "SSH ramp").
+  * a 6,000-tunnel fleet's CPU samples (BENCHMARKS.md, "SSH ramp"). Once a second it closes the
+  * connections idle for `keepAlive`, the ones that asked for it.
   *
   * @param timeout how long a call may wait for its reply
+  * @param keepAlive how long a connection may carry no call before it is closed; None: it stays open
   */
-final class Deadlines(val timeout: FiniteDuration, tick: FiniteDuration = 100.millis)(using system: ActorSystem[?]):
+final class Deadlines(val timeout: FiniteDuration, keepAlive: Option[FiniteDuration] = None, tick: FiniteDuration = 100.millis)(
+    using system: ActorSystem[?]):
   private val connections = ConcurrentHashMap.newKeySet[PipelinedConnection]()
+  private val idling = ConcurrentHashMap.newKeySet[PipelinedConnection]()
+  private val idleEvery = (1.second / tick).toInt.max(1)
+  private var ticks = 0 // the ticker's own: its runs never overlap
   private val ticker: Cancellable = system.scheduler.scheduleAtFixedRate(tick, tick) { () =>
     val now = System.nanoTime()
     connections.forEach(_.expire(now))
+    ticks += 1
+    for limit <- keepAlive if ticks % idleEvery == 0 do idling.forEach(_.closeIfIdle(now, limit.toNanos))
   }(using system.executionContext)
+
+  /** The deadline of a call sent now. */
+  def deadline(): Long = System.nanoTime() + timeout.toNanos
 
   def watch(connection: PipelinedConnection): Unit = connections.add(connection)
   def unwatch(connection: PipelinedConnection): Unit = connections.remove(connection)
+  /** A connection that closes when idle for keepAlive, from now until it [[closed]]. */
+  def opened(connection: PipelinedConnection): Unit = if keepAlive.isDefined then idling.add(connection)
+  def closed(connection: PipelinedConnection): Unit = idling.remove(connection)
   def close(): Unit = ticker.cancel()

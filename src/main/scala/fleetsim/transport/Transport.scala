@@ -19,9 +19,15 @@ final case class MessageKind(key: String, index: Int, periodic: Boolean)
   * @param headers header lines, each ending in CRLF (`Content-Type: ...\r\n`), or empty
   * @param body empty for none; a POST or PUT always says its Content-Length
   * @param qos an MQTT publish's QoS, 0 or 1; and whether the broker retains it
+  * @param unsafe why the call cannot be sent as rendered (a header value holding CR, LF or NUL, which
+  *               would end the header or start a second request), or null: it can
   */
 final case class Request(kind: MessageKind, method: String, path: String, headers: Array[Byte], body: Array[Byte], qos: Int = 0,
-    retain: Boolean = false)
+    retain: Boolean = false, unsafe: String = null):
+  /** RFC 9110 §9.2.2: sent twice, it does what it does once, so a call lost to a closing connection may be sent again. */
+  def idempotent: Boolean = method match
+    case "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE" => true
+    case _ => false
 
 /** The outcome of a call, as data: a transport's future never fails. */
 sealed trait Reply
@@ -62,8 +68,14 @@ enum FailureReason(val key: String):
   case ServerUntrusted extends FailureReason("serverUntrusted")
   /** The server's certificate is trusted but names neither the host nor the IP address the device called. */
   case HostnameMismatch extends FailureReason("hostnameMismatch")
-  /** Anything else: a broken connection, a reply the profile cannot read. */
+  /** Anything else: a broken connection, a reply that is not HTTP (a lying Content-Length, a status of 999). */
   case ProtocolError extends FailureReason("protocolError")
+  /** The reply passed one of the profile's limits (status line, headers, body): the connection is closed. */
+  case TooLarge extends FailureReason("tooLarge")
+  /** A 2xx reply that lacks a value the profile keeps without a default, or holds one of the wrong type. */
+  case Unreadable extends FailureReason("unreadable")
+  /** Not sent: a value rendered into a header holds CR, LF or NUL, which would change the request's framing. */
+  case UnsafeValue extends FailureReason("unsafeValue")
   /** The SSH server refused the device's credentials: like a 403, the device must join again. */
   case AuthRejected extends FailureReason("authRejected")
   /** The SSH server's host key is not the one known for it (host-key mode strict or accept-new). */

@@ -94,6 +94,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
     def late(kind: MessageKind, nanos: Long): Unit = ()
+    def unreadable(kind: MessageKind): Unit = ()
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
 

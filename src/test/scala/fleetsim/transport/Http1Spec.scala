@@ -50,7 +50,60 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       val failed = Source.single(ByteString("SSH-2.0-OpenSSH_9.2\r\n\r\n")).via(Http1.ResponseParser()).runWith(Sink.seq)
       assert(failed.failed.futureValue.getMessage.contains("malformed HTTP response"))
     }
+    "fail as soon as the first bytes cannot start a response, without waiting for a head that never ends" in {
+      assert(failure(Seq("garbage with no end")).isInstanceOf[Http1.MalformedResponse])
+    }
+    "refuse what breaks the framing: a negative or lying length, a status of 999, a chunk longer than it says, a close mid-body" in {
+      val cases = Seq(
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello") -> "Content-Length '-5'",
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc") -> "two different Content-Lengths",
+        Seq("HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n") -> "status 999",
+        Seq("HTTP/1.1 20 OK\r\n\r\n") -> "status line",
+        Seq("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n") -> "header line",
+        Seq("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcdef\r\n0\r\n\r\n") -> "a chunk longer than its size says",
+        Seq("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n") -> "chunk size 'zz'",
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort") -> "closed in the middle of a response",
+        Seq("HTTP/1.1 200 OK\r\nContent-Le") -> "closed in the middle of a response")
+      for (chunks, says) <- cases do
+        val e = failure(chunks)
+        assert(e.isInstanceOf[Http1.MalformedResponse] && e.getMessage.contains(says), s"$chunks: $e")
+        assert(e.getStackTrace.isEmpty, "the server's mistake is one line, not a stack trace")
+    }
+    "give up on a reply past its limits, as soon as the bytes show it" in {
+      val small = ReplyLimits(statusLine = 64, headers = 3, head = 256, body = 100)
+      val cases = Seq(
+        Seq(s"HTTP/1.1 200 ${"O" * 100}") -> "status line",
+        Seq("HTTP/1.1 200 OK\r\n" + "X-A: 1\r\n" * 4 + "\r\n") -> "header lines",
+        Seq("HTTP/1.1 200 OK\r\nX-Big: " + "b" * 300) -> "headers of over 256",
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: 101\r\n\r\n") -> "a body of 101 bytes",
+        Seq("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "40\r\n" + "c" * 64 + "\r\n", "40\r\n") -> "chunked body",
+        Seq("HTTP/1.1 200 OK\r\n\r\n", "u" * 101) -> "a body of over 100")
+      for (chunks, says) <- cases do
+        val e = failure(chunks, small)
+        assert(e.isInstanceOf[Http1.TooLarge] && e.getMessage.contains(says), s"$chunks: $e")
+      // At the limit is within it.
+      val atLimit = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + "x" * 100)))
+        .via(Http1.ResponseParser(small)).runWith(Sink.seq).futureValue
+      assert(atLimit.size == 1)
+    }
+    "say that the connection closes before the last reply is emitted, and read nothing after it" in {
+      var saidAt = -1
+      val seen = scala.collection.mutable.ArrayBuffer.empty[Reply]
+      val replies = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nB"),
+        ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC")))
+        .via(Http1.ResponseParser(closing = () => saidAt = seen.size)).map { r => seen += r; r }.runWith(Sink.seq).futureValue
+      assert(replies.map(text) == Seq("A", "B"))
+      assert(saidAt >= 0 && saidAt < 2, "said before B, the last, was emitted")
+    }
+    "end after the first response when the connection carries one call" in {
+      val replies = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")))
+        .via(Http1.ResponseParser(oneResponse = true)).runWith(Sink.seq).futureValue
+      assert(replies.map(text) == Seq("A"))
+    }
   }
+
+  private def failure(chunks: Seq[String], limits: ReplyLimits = ReplyLimits.Default): Throwable =
+    Source(chunks.map(ByteString(_))).via(Http1.ResponseParser(limits)).runWith(Sink.seq).failed.futureValue
 
   "The renderer" should {
     val renderer = Http1.Renderer("127.0.0.1:8080")
@@ -64,5 +117,20 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       assert(get.utf8String == "GET /api/v1/devices/x/config HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: fleetsim\r\n\r\n")
       val emptyPost = renderer.render(Request(kind, "POST", "/x", Array.emptyByteArray, Array.emptyByteArray))
       assert(emptyPost.utf8String.endsWith("Content-Length: 0\r\n\r\n"))
+    }
+    "send a profile's Host and User-Agent instead of its own, never two" in {
+      val headers = "user-agent: agent/1.0\r\nX-Key: k\r\nHost: controller.example\r\n".getBytes(US_ASCII)
+      val get = renderer.render(Request(kind, "GET", "/x", headers, Array.emptyByteArray)).utf8String
+      assert(get == "GET /x HTTP/1.1\r\nuser-agent: agent/1.0\r\nX-Key: k\r\nHost: controller.example\r\n\r\n")
+      val agentOnly = renderer.render(Request(kind, "GET", "/x", "User-Agent: a\r\n".getBytes(US_ASCII), Array.emptyByteArray)).utf8String
+      assert(agentOnly == "GET /x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: a\r\n\r\n")
+    }
+    "percent-encode what cannot stand in a path, so no value ends the request line" in {
+      val get = renderer.render(Request(kind, "GET", "/d/x HTTP/1.1\r\nHost: h\r\n\r\nGET /smuggled?é", Array.emptyByteArray, Array.emptyByteArray))
+      assert(get.utf8String.linesIterator.next() == "GET /d/x%20HTTP/1.1%0D%0AHost:%20h%0D%0A%0D%0AGET%20/smuggled?%C3%A9 HTTP/1.1")
+      assert(get.utf8String.split("\r\n").count(_.startsWith("GET")) == 1)
+    }
+    "render nothing for a call that is unsafe to send" in {
+      assert(renderer.render(Request(kind, "GET", "/x", Array.emptyByteArray, Array.emptyByteArray, unsafe = "header X holds CR")) == null)
     }
   }

@@ -14,7 +14,7 @@ import scala.util.{Failure, Success}
 /** A device's SSH session. Its calls travel as HTTP/1.1 over a direct-tcpip channel, as OpenSSH
   * local port forwarding would carry them, but with no local listener and no extra descriptor.
   */
-final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelining: Int, deadlines: Deadlines)(using
+final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelining: Int, limits: ReplyLimits, deadlines: Deadlines)(using
     system: ActorSystem[?])
     extends Tunnel:
   private given ExecutionContext = system.executionContext
@@ -26,14 +26,25 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
   def lost: Future[Done] = closed.future
 
   def send(device: Int, request: Request): Future[Reply] =
+    val bytes = renderer.render(request)
+    if bytes == null then Http1.refuse(request)
+    else
+      val call = PipelinedConnection.Call(bytes, request.idempotent, deadlines.deadline())
+      place(call)
+      call.reply.future
+
+  /** On the open channel; a call the channel ended without answering comes back here, once. */
+  private def place(call: PipelinedConnection.Call): Unit =
     // Opening a channel on a session that just closed throws: that too is a failed call, not a crash.
-    try currentConnection().send(renderer.render(request)).getOrElse(Future.successful(Reply.Failed(FailureReason.Overloaded)))
-    catch case e: Exception => Future.successful(Reply.Failed(Replies.reason(e)))
+    val failed =
+      try Option.unless(currentConnection().offer(call))(FailureReason.Overloaded)
+      catch case e: Exception => Some(Replies.reason(e))
+    failed.foreach(reason => call.reply.trySuccess(Reply.Failed(reason)))
 
   /** The open channel, or a new one when the last was closed (by the server's idle timeout, say). */
   private def currentConnection(): PipelinedConnection = synchronized {
     connection.filter(_.isOpen).getOrElse {
-      val fresh = PipelinedConnection(channelBytes(), pipelining, deadlines)
+      val fresh = PipelinedConnection(channelBytes(), pipelining, deadlines, limits, resend = place)
       connection = Some(fresh)
       fresh
     }

@@ -61,7 +61,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
         case Success(f) => SshStreams.completion(f)(f => if f.isSuccess then Success(session) else Failure(f.getException))
         case Failure(e) => Future.failed(e)
       authed.transform {
-        case Success(s) => Success(Right(SshTunnel(s, target, http.pipelining, deadlines)))
+        case Success(s) => Success(Right(SshTunnel(s, target, http.pipelining, http.limits, deadlines)))
         case Failure(_) =>
           val reason =
             if session.getAttribute(HostKeys.Refused) != null then FailureReason.HostKeyRejected
