@@ -27,9 +27,13 @@ object ProfileCommand:
     case "check" :: nameOrFile :: Nil =>
       val config = ConfigFactory.load()
       val fleet = settingsOf("profile")(FleetSettings(config)).copy(devices = 2)
-      val profile = settingsOf("profile")(ProfileLoader.load(nameOrFile, FleetContext(fleet, Some("ssh-ed25519 AAAA... (the run's key)"), config)))
+      val parsed = settingsOf("profile")(ProfileLoader.parse(nameOrFile, config))
+      val profile = settingsOf("profile")(parsed.compile(FleetContext(fleet, Some("ssh-ed25519 AAAA... (the run's key)"), config)))
       out.println(s"fleetsim: $nameOrFile is a valid device profile: message kinds ${profile.kinds.map(_.key).mkString(", ")}; " +
         s"kept per device: ${profile.registers} numbers (its schedule included) and ${profile.texts} texts")
+      val l = parsed.limits
+      out.println(s"replies are read up to: a status line of ${bytes(l.statusLine)}, ${l.headers} header lines, ${bytes(l.head)} of head, " +
+        s"${bytes(l.body)} of body (limits); past one, a call fails as tooLarge")
       out.println("(what replies would have set shows as its default: nothing was sent)")
       for number <- 0 to 1 do
         out.println()
@@ -49,3 +53,7 @@ object ProfileCommand:
         profile.triggers.foreach(_.calls.foreach(show(_, "when behind")))
       0
     case _ => throw UsageError("profile takes check NAME|FILE or show NAME", "profile")
+
+  private def bytes(n: Int): String =
+    val (mib, kib) = (1 << 20, 1 << 10)
+    if n >= mib && n % mib == 0 then s"${n / mib} MiB" else if n >= kib && n % kib == 0 then s"${n / kib} KiB" else s"$n bytes"

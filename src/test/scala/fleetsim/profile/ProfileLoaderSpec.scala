@@ -55,6 +55,25 @@ class ProfileLoaderSpec extends AnyWordSpec:
     what.foreach(w => assert(first.contains(w), err))
     assert(!err.contains("\tat "), "no stack trace")
 
+  "A profile's requests and reply limits" should {
+    "refuse CR or LF in a path or header of its own, and the headers that frame the request" in {
+      refused("path = \"/devices/{{mac}}/beat\"", "path = \"/devices/{{mac}}/beat\\r\\nX: 1\"", 10, "messages.beat.path holds CR, LF or NUL")
+      refused("Authorization = \"Bearer {{token}}\"", "Authorization = \"Bearer\\n{{token}}\"", 11, "headers.Authorization holds CR, LF or NUL")
+      refused("Authorization = \"Bearer {{token}}\"", "Content-Length = \"5\"", 11, "Content-Length is fleetsim's to send")
+      refused("Authorization = \"Bearer {{token}}\"", "connection = \"close\"", 11, "connection is fleetsim's to send")
+      refused("interval = 10s", "interval = 10s\n    method = HEAD", 10, "method HEAD is not supported")
+    }
+    "take limits on replies, and say them" in {
+      val file = write("limits.conf", good + "limits { body = 16 MiB, headers = 50 }\n")
+      val (code, out, err) = fleetsim("profile", "check", file.toString)
+      assert(code == 0, err)
+      assert(out.contains("replies are read up to: a status line of 1 KiB, 50 header lines, 64 KiB of head, 16 MiB of body (limits)"), out)
+      refused("name = \"mine\"", "name = \"mine\"\nlimits { body = lots }", 2, "limits.body must be a size, like 64 KiB or 8 MiB")
+      refused("name = \"mine\"", "name = \"mine\"\nlimits { bodies = 1k }", 2, "unknown key 'bodies' in limits")
+      refused("name = \"mine\"", "name = \"mine\"\nlimits { headers = 0 }", 2, "limits.headers must be from 1")
+    }
+  }
+
   "profile check" should {
     "pass every built-in profile, and print what devices 0 and 1 send" in {
       Files.writeString(Path.of("devices.csv"), "token\nT0\nT1\n") // iot-telemetry reads it from the current folder
