@@ -129,8 +129,12 @@ object Http1:
     *
     * @param closing called once the last response is read, before its reply is emitted, so the
     *                connection is known to be closing before anyone acts on that reply
+    * @param written how many requests the connection has written: bytes that follow the reply to
+    *                the last of them answer no request (a Content-Length that lied), and RFC 9112
+    *                §6.3 forbids reading them as a response, so they end the connection
     */
-  final class ResponseParser(limits: ReplyLimits = ReplyLimits.Default, oneResponse: Boolean = false, closing: () => Unit = () => ())
+  final class ResponseParser(limits: ReplyLimits = ReplyLimits.Default, oneResponse: Boolean = false, closing: () => Unit = () => (),
+      written: () => Long = () => Long.MaxValue)
       extends GraphStage[FlowShape[ByteString, Reply]]:
     val in: Inlet[ByteString] = Inlet("Http1.ResponseParser.in")
     val out: Outlet[Reply] = Outlet("Http1.ResponseParser.out")
@@ -145,6 +149,7 @@ object Http1:
       private var remaining = 0L // bytes of the body (FixedBody) or of the chunk and its CRLF (ChunkData)
       private var body = ByteString.empty
       private var trailerLines = 0
+      private var parsed = 0L // final responses read
       private var closeAfter = false
       private var done = false // the last response the connection carries is read
 
@@ -155,9 +160,17 @@ object Http1:
         // One array, so that reading a byte at an index is quick: a response left over from the last read is small.
         buffer = if buffer.isEmpty then chunk else (buffer ++ chunk).compact
         val replies = ArrayBuffer.empty[Reply]
-        while !done && step(replies) do ()
-        if replies.isEmpty then (if done then completeStage() else pull(in))
-        else emitMultiple(out, replies.iterator, () => if done then completeStage())
+        // The server's mistakes end the stage as failures, not as exceptions thrown from a handler, which Pekko would log with a trace.
+        val broken =
+          try
+            while !done && step(replies) do ()
+            None
+          catch case e @ (_: MalformedResponse | _: TooLarge) => Some(e)
+        broken match
+          case Some(e) => if replies.isEmpty then failStage(e) else emitMultiple(out, replies.iterator, () => failStage(e))
+          case None =>
+            if replies.isEmpty then (if done then completeStage() else pull(in))
+            else emitMultiple(out, replies.iterator, () => if done then completeStage())
 
       def onPull(): Unit = if !hasBeenPulled(in) && !done then pull(in)
 
@@ -180,6 +193,7 @@ object Http1:
       /** Consumes what it can of the buffer; false when it needs more bytes. */
       private def step(replies: ArrayBuffer[Reply]): Boolean = reading match
         case Head =>
+          if buffer.nonEmpty && parsed >= written() then malformed("bytes after the reply to the last call, which answer no call (a Content-Length that lied?)")
           val end = headEnd()
           if end < 0 then
             unfinishedHead()
@@ -323,6 +337,7 @@ object Http1:
 
       private def complete(replies: ArrayBuffer[Reply]): Unit =
         replies += Reply.Response(status, body.toArrayUnsafe(), head)
+        parsed += 1
         body = ByteString.empty
         reading = Head
         if closeAfter || oneResponse then

@@ -39,13 +39,14 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   private var answered = 0 // guarded by this: responses read
   private var lastResponseRead = false // guarded by this: the server reads nothing behind it
   private var lastActive = System.nanoTime() // guarded by this
+  @volatile private var written = 0L // requests handed to the stream; only offer writes it
 
   private val ((requests, switch), done) = Source
     .queue[ByteString](depth)
     .batch(depth, identity)(_ ++ _) // what queues during a write leaves in the next one
     // Both ways: shut, it ends writing and stops reading, so the socket closes whoever spoke last (TLS included).
     .viaMat(BidiFlow.fromGraph(KillSwitches.singleBidi[ByteString, ByteString]).joinMat(bytes)(Keep.left))(Keep.both)
-    .via(Http1.ResponseParser(limits, oneCall, () => lastResponse()))
+    .via(Http1.ResponseParser(limits, oneCall, () => lastResponse(), () => written))
     .toMat(Sink.foreach(answer))(Keep.both)
     .run()
   done.onComplete(closed)(using ExecutionContext.parasitic)
@@ -62,13 +63,16 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   def offer(call: Call): Boolean =
     synchronized {
       !closing && calls.size < depth && {
+        written += 1 // before its bytes can reach the server, so its reply is never taken for stray bytes
         requests.offer(call.bytes) match
           case QueueOfferResult.Enqueued =>
             calls.add(call)
             lastActive = System.nanoTime()
             if calls.size == 1 then deadlines.watch(this)
             true
-          case _ => false
+          case _ =>
+            written -= 1
+            false
       }
     }
 

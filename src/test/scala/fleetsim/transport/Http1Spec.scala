@@ -95,6 +95,15 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       assert(replies.map(text) == Seq("A", "B"))
       assert(saidAt >= 0 && saidAt < 2, "said before B, the last, was emitted")
     }
+    "refuse bytes after the reply to the last call written, which answer no call" in {
+      val stray = Source(Seq(ByteString("HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nX-Stray: ")))
+        .via(Http1.ResponseParser(written = () => 1)).runWith(Sink.seq)
+      assert(stray.failed.futureValue.getMessage.contains("bytes after the reply to the last call"))
+      // Two calls written: the second reply is no stray.
+      val two = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")))
+        .via(Http1.ResponseParser(written = () => 2)).runWith(Sink.seq).futureValue
+      assert(two.map(text) == Seq("A", "B"))
+    }
     "end after the first response when the connection carries one call" in {
       val replies = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")))
         .via(Http1.ResponseParser(oneResponse = true)).runWith(Sink.seq).futureValue
