@@ -29,3 +29,15 @@ object Programs:
   def openssl: Path = require("OpenSSL", "/usr/bin/openssl", "openssl")
   def mosquitto: Path = require("mosquitto", "/usr/sbin/mosquitto", "mosquitto")
   def mosquittoPasswd: Path = require("mosquitto_passwd", "/usr/bin/mosquitto_passwd", "mosquitto")
+  // HttpConformanceSpec's servers.
+  def nginx: Path = require("nginx", "/usr/sbin/nginx", "nginx")
+  def apache: Path = require("Apache httpd", "/usr/sbin/apache2", "apache2")
+  def lighttpd: Path = require("lighttpd", "/usr/sbin/lighttpd", "lighttpd")
+  def gunicorn: Path = require("gunicorn", "/usr/bin/gunicorn", "gunicorn")
+  def uvicorn: Path = require("uvicorn", "/usr/bin/uvicorn", "uvicorn")
+  def node: Path = require("Node.js", "/usr/bin/node", "nodejs")
+  def python3: Path = require("Python 3", "/usr/bin/python3", "python3")
+  /** Go from go.dev's tarball (/usr/local/go) or on the PATH, else Debian's. */
+  def go: Path =
+    val onPath = sys.env.getOrElse("PATH", "").split(':').filter(_.nonEmpty).map(d => s"$d/go")
+    (("/usr/local/go/bin/go" +: onPath).map(Path.of(_)).find(Files.isExecutable)).getOrElse(require("Go", "/usr/bin/go", "golang-go"))
