@@ -69,6 +69,12 @@ object HttpSettings:
   * own connection, opened by its first call and again after it closes. Per call: a new connection
   * for each call, which the client closes once the reply is read, as a curl run for each call does.
   * A call a closing connection did not answer is sent again where that is safe ([[PipelinedConnection]]).
+  *
+  * Until the server has kept a shared connection open after a reply, shared connections carry one
+  * call each, and a call that finds no room goes on a connection of its own, as per-call: a server
+  * that closes every connection after one reply cannot share them. A shared call sent again goes
+  * on a new connection of its own too: the others may be closing as well (an idle timeout ends
+  * them all at once).
   */
 final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: ConnectionMode, settings: HttpSettings, devices: Int)(
     using system: ActorSystem[?])
@@ -81,6 +87,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   private val next = AtomicInteger()
   private val deadlines = Deadlines(settings.requestTimeout, Some(settings.keepAliveTimeout))
   private val renderer = Http1.Renderer(s"$host:$port")
+  @volatile private var keepsAlive = false // a shared connection stayed open after a reply
 
   def send(device: Int, request: Request): Future[Reply] =
     val bytes = renderer.render(request)
@@ -103,13 +110,18 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val first = next.getAndIncrement()
     @tailrec def attempt(tried: Int): Boolean =
       tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || attempt(tried + 1))
-    attempt(0)
+    attempt(0) || (!keepsAlive && ownConnection(call))
+
+  /** A call on a new connection that carries it alone. */
+  private def ownConnection(call: Call): Boolean = connection(0, 1, oneCall = true).offer(call)
 
   private def sharedConnection(slot: Int): PipelinedConnection =
     val current = shared.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = connection(slot, settings.pipelining)
+      val fresh = PipelinedConnection(dialer.bytes(slot), settings.pipelining, deadlines, settings.limits, idles = true,
+        resend = call => if !ownConnection(call) then call.reply.trySuccess(Reply.Failed(FailureReason.Overloaded)),
+        keptAlive = () => if !keepsAlive then keepsAlive = true, trusted = () => keepsAlive)
       if shared.compareAndSet(slot, current, fresh) then fresh
       else
         fresh.close()

@@ -22,15 +22,23 @@ import scala.util.{Failure, Success, Try}
   * server's `Connection: close`, HTTP/1.0, or the one call of `oneCall`), or when the server
   * closes, this side closes too, so no socket waits in CLOSE-WAIT for the server to give up on it.
   * It is never written to again once either side has said it closes. Calls it ends without
-  * answering go to `resend` once, to be sent on another connection, when that is safe: the server
-  * said it would read nothing behind the last response, or the call is idempotent and the
-  * connection had answered before (the server closed an idle connection as the call was written).
+  * answering go to `resend`, to be sent on another connection, when that is safe: the server said
+  * it would read nothing behind the last response (then as often as it happens before the call's
+  * deadline), or, once, the call is idempotent and the connection had answered before (the server
+  * closed an idle connection as the call was written).
+  *
+  * Until its first reply, a connection carries one call unless `trusted` says the server keeps
+  * connections open: a server that reads one request a connection (gunicorn's sync workers)
+  * resets a connection it closes with more unread, and the reply it sent is lost with it. Each
+  * reply after which the connection stays open is told to `keptAlive`.
   *
   * @param idles closed after the transport's keep-alive time with no call in flight ([[Deadlines]])
   */
 final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines,
     limits: ReplyLimits = ReplyLimits.Default, oneCall: Boolean = false, idles: Boolean = false,
-    resend: PipelinedConnection.Call => Unit = PipelinedConnection.NoResend)(using system: ActorSystem[?]):
+    resend: PipelinedConnection.Call => Unit = PipelinedConnection.NoResend, keptAlive: () => Unit = () => (),
+    trusted: () => Boolean = () => true)(
+    using system: ActorSystem[?]):
   import PipelinedConnection.*
 
   private val calls = java.util.ArrayDeque[Call]() // guarded by this
@@ -62,7 +70,7 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     */
   def offer(call: Call): Boolean =
     synchronized {
-      !closing && calls.size < depth && {
+      !closing && calls.size < (if answered == 0 && !trusted() then 1 else depth) && {
         written += 1 // before its bytes can reach the server, so its reply is never taken for stray bytes
         requests.offer(call.bytes) match
           case QueueOfferResult.Enqueued =>
@@ -119,13 +127,14 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     switch.shutdown()
 
   private def answer(reply: Reply): Unit =
-    val call = synchronized {
+    val (call, open) = synchronized {
       val call = calls.poll()
       answered += 1
       lastActive = System.nanoTime()
       if calls.isEmpty then deadlines.unwatch(this)
-      call
+      (call, !lastResponseRead)
     }
+    if open then keptAlive()
     if call != null then call.reply.trySuccess(reply)
 
   private def closed(result: Try[Done]): Unit =
@@ -150,7 +159,10 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     val now = System.nanoTime()
     unanswered.foreach { call =>
       if !call.reply.isCompleted then
-        if !call.resent && (announced || (call.idempotent && reused)) && call.deadline - now > 0 then
+        // Behind a last response the server read nothing, so the call goes again, as often as that
+        // happens before its deadline; after an unannounced close it may have been read: once, if idempotent.
+        val again = call.deadline - now > 0 && (announced || (call.idempotent && reused && !call.resent))
+        if again then
           call.resent = true
           resend(call)
         else call.reply.trySuccess(Reply.Failed(reason))
