@@ -88,6 +88,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   private val deadlines = Deadlines(settings.requestTimeout, Some(settings.keepAliveTimeout))
   private val renderer = Http1.Renderer(s"$host:$port")
   @volatile private var keepsAlive = false // a shared connection stayed open after a reply
+  private val ownOpen = AtomicInteger() // shared calls on connections of their own, open now
 
   def send(device: Int, request: Request): Future[Reply] =
     val bytes = renderer.render(request)
@@ -112,8 +113,17 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
       tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || attempt(tried + 1))
     attempt(0) || (!keepsAlive && ownConnection(call))
 
-  /** A call on a new connection that carries it alone. */
-  private def ownConnection(call: Call): Boolean = connection(0, 1, oneCall = true).offer(call)
+  /** A call on a new connection that carries it alone; false when [[HttpTransport.MaxOwn]] are open
+    * already: a slow first reply must not let a ramp open thousands.
+    */
+  private def ownConnection(call: Call): Boolean =
+    if ownOpen.incrementAndGet() > HttpTransport.MaxOwn then
+      ownOpen.decrementAndGet()
+      false
+    else
+      val opened = connection(0, 1, oneCall = true)
+      opened.finished.onComplete(_ => ownOpen.decrementAndGet())(using ExecutionContext.parasitic)
+      opened.offer(call)
 
   private def sharedConnection(slot: Int): PipelinedConnection =
     val current = shared.get(slot)
@@ -143,3 +153,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     (0 until size).flatMap(i => Option(shared.get(i))).foreach(_.close())
     own.values.forEach(_.close())
     Future.successful(Done)
+
+object HttpTransport:
+  /** Connections of their own that shared calls may have open at once (descriptors: the fleet's budget leaves room for them). */
+  val MaxOwn = 256
