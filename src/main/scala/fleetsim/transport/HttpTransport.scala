@@ -70,9 +70,9 @@ object HttpSettings:
   * for each call, which the client closes once the reply is read, as a curl run for each call does.
   * A call a closing connection did not answer is sent again where that is safe ([[PipelinedConnection]]).
   *
-  * Until the server has kept a shared connection open after a reply, shared connections carry one
-  * call each, and a call that finds no room goes on a connection of its own, as per-call: a server
-  * that closes every connection after one reply cannot share them. A shared call sent again goes
+  * Once the server has closed a shared connection after its first reply, shared connections carry
+  * one call each, and a call that finds no room goes on a connection of its own, as per-call: a
+  * server that closes every connection after one reply cannot share them. A shared call sent again goes
   * on a new connection of its own too: the others may be closing as well (an idle timeout ends
   * them all at once).
   */
@@ -87,7 +87,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   private val next = AtomicInteger()
   private val deadlines = Deadlines(settings.requestTimeout, Some(settings.keepAliveTimeout))
   private val renderer = Http1.Renderer(s"$host:$port")
-  @volatile private var keepsAlive = false // a shared connection stayed open after a reply
+  @volatile private var closesEach = false // a shared connection's first reply was its last
   private val ownOpen = AtomicInteger() // shared calls on connections of their own, open now
 
   def send(device: Int, request: Request): Future[Reply] =
@@ -111,7 +111,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val first = next.getAndIncrement()
     @tailrec def attempt(tried: Int): Boolean =
       tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || attempt(tried + 1))
-    attempt(0) || (!keepsAlive && ownConnection(call))
+    attempt(0) || (closesEach && ownConnection(call))
 
   /** A call on a new connection that carries it alone; false when [[HttpTransport.MaxOwn]] are open
     * already: a slow first reply must not let a ramp open thousands.
@@ -131,7 +131,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     else
       val fresh = PipelinedConnection(dialer.bytes(slot), settings.pipelining, deadlines, settings.limits, idles = true,
         resend = call => if !ownConnection(call) then call.reply.trySuccess(Reply.Failed(FailureReason.Overloaded)),
-        keptAlive = () => if !keepsAlive then keepsAlive = true, trusted = () => keepsAlive)
+        closedAfterOne = () => closesEach = true, trusted = () => !closesEach)
       if shared.compareAndSet(slot, current, fresh) then fresh
       else
         fresh.close()

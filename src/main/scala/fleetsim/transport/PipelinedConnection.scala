@@ -27,16 +27,16 @@ import scala.util.{Failure, Success, Try}
   * deadline), or, once, the call is idempotent and the connection had answered before (the server
   * closed an idle connection as the call was written).
   *
-  * Until its first reply, a connection carries one call unless `trusted` says the server keeps
-  * connections open: a server that reads one request a connection (gunicorn's sync workers)
-  * resets a connection it closes with more unread, and the reply it sent is lost with it. Each
-  * reply after which the connection stays open is told to `keptAlive`.
+  * Until its first reply, a connection carries one call when `trusted` says the server may not
+  * keep connections open: a server that reads one request a connection (gunicorn's sync workers)
+  * resets a connection it closes with more unread, and the reply it sent is lost with it. A
+  * connection whose first reply is its last tells `closedAfterOne`.
   *
   * @param idles closed after the transport's keep-alive time with no call in flight ([[Deadlines]])
   */
 final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines,
     limits: ReplyLimits = ReplyLimits.Default, oneCall: Boolean = false, idles: Boolean = false,
-    resend: PipelinedConnection.Call => Unit = PipelinedConnection.NoResend, keptAlive: () => Unit = () => (),
+    resend: PipelinedConnection.Call => Unit = PipelinedConnection.NoResend, closedAfterOne: () => Unit = () => (),
     trusted: () => Boolean = () => true)(
     using system: ActorSystem[?]):
   import PipelinedConnection.*
@@ -127,14 +127,14 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     switch.shutdown()
 
   private def answer(reply: Reply): Unit =
-    val (call, open) = synchronized {
+    val (call, onlyOne) = synchronized {
       val call = calls.poll()
       answered += 1
       lastActive = System.nanoTime()
       if calls.isEmpty then deadlines.unwatch(this)
-      (call, !lastResponseRead)
+      (call, lastResponseRead && answered == 1)
     }
-    if open then keptAlive()
+    if onlyOne then closedAfterOne()
     if call != null then call.reply.trySuccess(reply)
 
   private def closed(result: Try[Done]): Unit =
