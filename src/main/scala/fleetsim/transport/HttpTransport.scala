@@ -90,13 +90,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   @volatile private var closesEach = false // a shared connection's first reply was its last
   private val ownOpen = AtomicInteger() // shared calls on connections of their own, open now
 
-  def send(device: Int, request: Request): Future[Reply] =
-    val bytes = renderer.render(request)
-    if bytes == null then Http1.refuse(request)
-    else
-      val call = Call(bytes, request.idempotent, deadlines.deadline())
-      place(device, call)
-      call.reply.future
+  def send(device: Int, request: Request): Future[Reply] = PipelinedConnection.send(renderer, request, deadlines)(place(device, _))
 
   /** Puts a call on a connection as the mode says; one that none takes fails at once as Overloaded. */
   private def place(device: Int, call: Call): Unit =
@@ -104,8 +98,8 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
       case ConnectionMode.Shared => placeShared(call)
       case ConnectionMode.PerDevice =>
         own.compute(device, (_, current) => if current != null && current.isOpen then current else open(device)).offer(call)
-      case ConnectionMode.PerCall => connection(device, settings.pipelining, oneCall = true).offer(call)
-    if !taken then call.reply.trySuccess(Reply.Failed(FailureReason.Overloaded))
+      case ConnectionMode.PerCall => connection(device, oneCall = true).offer(call)
+    if !taken then call.reply.trySuccess(PipelinedConnection.Overloaded)
 
   private def placeShared(call: Call): Boolean =
     val first = next.getAndIncrement()
@@ -121,7 +115,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
       ownOpen.decrementAndGet()
       false
     else
-      val opened = connection(0, 1, oneCall = true)
+      val opened = connection(0, oneCall = true)
       opened.finished.onComplete(_ => ownOpen.decrementAndGet())(using ExecutionContext.parasitic)
       opened.offer(call)
 
@@ -130,7 +124,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     if current != null && current.isOpen then current
     else
       val fresh = PipelinedConnection(dialer.bytes(slot), settings.pipelining, deadlines, settings.limits, idles = true,
-        resend = call => if !ownConnection(call) then call.reply.trySuccess(Reply.Failed(FailureReason.Overloaded)),
+        resend = call => if !ownConnection(call) then call.reply.trySuccess(PipelinedConnection.Overloaded),
         closedAfterOne = () => closesEach = true, trusted = () => !closesEach)
       if shared.compareAndSet(slot, current, fresh) then fresh
       else
@@ -139,13 +133,13 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
 
   /** A device's own connection; forgotten once it closes, so idle devices hold nothing. */
   private def open(device: Int): PipelinedConnection =
-    val opened = connection(device, settings.pipelining)
+    val opened = connection(device)
     opened.finished.onComplete(_ => own.remove(device, opened))(using ExecutionContext.parasitic)
     opened
 
   /** A new connection for `device` (a shared slot's number, for shared ones); what it leaves unanswered is placed again. */
-  private def connection(device: Int, depth: Int, oneCall: Boolean = false): PipelinedConnection =
-    PipelinedConnection(dialer.bytes(device), if oneCall then 1 else depth, deadlines, settings.limits, oneCall, idles = !oneCall,
+  private def connection(device: Int, oneCall: Boolean = false): PipelinedConnection =
+    PipelinedConnection(dialer.bytes(device), if oneCall then 1 else settings.pipelining, deadlines, settings.limits, oneCall, idles = !oneCall,
       resend = place(device, _))
 
   def close(): Future[Done] =

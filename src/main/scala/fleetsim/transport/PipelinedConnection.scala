@@ -36,7 +36,7 @@ import scala.util.{Failure, Success, Try}
   */
 final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines,
     limits: ReplyLimits = ReplyLimits.Default, oneCall: Boolean = false, idles: Boolean = false,
-    resend: PipelinedConnection.Call => Unit = PipelinedConnection.NoResend, closedAfterOne: () => Unit = () => (),
+    resend: PipelinedConnection.Call => Unit, closedAfterOne: () => Unit = () => (),
     trusted: () => Boolean = () => true)(
     using system: ActorSystem[?]):
   import PipelinedConnection.*
@@ -178,8 +178,19 @@ object PipelinedConnection:
     val reply: Promise[Reply] = Promise()
     @volatile private[PipelinedConnection] var resent = false
 
-  /** For a connection with nowhere else to send a call: it fails as the connection's end says. */
-  val NoResend: Call => Unit = call => call.reply.trySuccess(Reply.Failed(FailureReason.ProtocolError))
+  /** What a call no connection takes gets: one instance for all. */
+  val Overloaded: Reply = Reply.Failed(FailureReason.Overloaded)
+
+  /** Renders `request` and hands the call to `place`, which puts it on a connection; an unsafe
+    * request is refused unsent ([[Http1.refuse]]).
+    */
+  def send(renderer: Http1.Renderer, request: Request, deadlines: Deadlines)(place: Call => Unit): Future[Reply] =
+    val bytes = renderer.render(request)
+    if bytes == null then Http1.refuse(request)
+    else
+      val call = Call(bytes, request.idempotent, deadlines.deadline())
+      place(call)
+      call.reply.future
 
 /** One ticker that fails overdue calls on all of a transport's connections, instead of a timer per
   * call. It looks only at connections with calls in flight: a fleet of SSH tunnels has one connection

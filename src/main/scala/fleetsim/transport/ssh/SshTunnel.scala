@@ -25,13 +25,7 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
 
   def lost: Future[Done] = closed.future
 
-  def send(device: Int, request: Request): Future[Reply] =
-    val bytes = renderer.render(request)
-    if bytes == null then Http1.refuse(request)
-    else
-      val call = PipelinedConnection.Call(bytes, request.idempotent, deadlines.deadline())
-      place(call)
-      call.reply.future
+  def send(device: Int, request: Request): Future[Reply] = PipelinedConnection.send(renderer, request, deadlines)(place)
 
   /** On the open channel; a call the channel ended without answering comes back here, once. */
   private def place(call: PipelinedConnection.Call): Unit =
