@@ -21,6 +21,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 CHUNK = b"x" * 65536
 
@@ -124,6 +125,13 @@ def join(conn, request, mode):
 # Each mode: (connection, size or None) -> whether to go on reading requests on the connection.
 
 def ok(conn, size):
+    conn.send(ACK)
+    return True
+
+
+def slow(conn, size):
+    """200 {}, after `size` ms (default 1500) of silence: a call in flight, not an idle connection."""
+    time.sleep((size or 1500) / 1000)
     conn.send(ACK)
     return True
 
@@ -236,6 +244,7 @@ def chunked_body(conn, size):
 
 MODES = {
     "ok": ok,
+    "slow": slow,
     "endless-chunked": endless_chunked,
     "endless-length": endless_length,
     "huge-header": huge_header,

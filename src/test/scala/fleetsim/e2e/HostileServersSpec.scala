@@ -28,6 +28,7 @@ class HostileServersSpec extends AnyWordSpec:
   private lazy val strayBytes = HostileRun("stray-bytes", "short-length", Set("rejected", "protocolError"))
   private lazy val limits = HostileRun("limits", "by-path", Set("tooLarge", "protocolError"))
   private lazy val inject = HostileRun("inject", "inject", Set("unsafeValue"))
+  private lazy val slow = HostileRun("slow", "by-path", Set.empty, Seq("-Dfleetsim.http.keep-alive-timeout=1s"))
 
   /** Paths the profiles say: /MODE[/SIZE]/TOKEN, and the join. */
   private val ModePaths = """/join|/[a-z0-9-]+(/\d+)?/tok-\d+""".r
@@ -118,6 +119,11 @@ class HostileServersSpec extends AnyWordSpec:
       inject.sentOnly("""/join|/by-path/\S+|/by-header|/by-json|/by-form""".r, headers = Set("X-Token"))
   }
 
+  "A fleet whose replies take longer than its idle timeout (slow.conf: keep-alive-timeout 1s, replies after 1.5 s)" should {
+    "end on time, exit 0, write summary.json, log no stack trace" in slow.endedWell()
+    "count every slow reply ok: a connection with a call in flight is not idle" in slow.allOk("slow")
+  }
+
 object HostileServersSpec:
   import org.scalatest.Assertions.{assert, fail, withClue}
 
@@ -146,8 +152,9 @@ object HostileServersSpec:
     * what the server received stay in target/hostile/`name`.
     *
     * @param reasons the reasons its calls may fail for: the log may have a line a second for each
+    * @param jvmOptions the fleet's JVM options besides its heap, such as settings (-Dfleetsim...)
     */
-  final class HostileRun(name: String, mode: String, reasons: Set[String]):
+  final class HostileRun(name: String, mode: String, reasons: Set[String], jvmOptions: Seq[String] = Nil):
     private val dir = Path.of("target", "hostile", name).toAbsolutePath
     private val received = dir.resolve("received")
     private val results = dir.resolve("results")
@@ -165,7 +172,7 @@ object HostileServersSpec:
         val javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString
         // The main classes and their libraries, as the jar has them: not the tests' logback-test.xml.
         val classpath = System.getProperty("java.class.path").split(File.pathSeparator).filterNot(_.endsWith("test-classes"))
-        val command = Seq(javaBin, "-Xmx256m", "-cp", classpath.mkString(File.pathSeparator), "fleetsim.cli.Main", "run",
+        val command = Seq(javaBin, "-Xmx256m") ++ jvmOptions ++ Seq("-cp", classpath.mkString(File.pathSeparator), "fleetsim.cli.Main", "run",
           "--controller", s"http://127.0.0.1:$port", "--device-profile", resource(s"$name.conf").toString,
           "--devices", Devices.toString, "--duration", s"${DurationS}s", "--request-timeout", s"${RequestTimeoutS}s",
           "--dashboard", "off", "--results", results.toString)
