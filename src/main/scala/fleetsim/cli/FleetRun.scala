@@ -27,7 +27,7 @@ final class FleetRun private (
     val settings: RunSettings,
     val devices: FleetDevices,
     val controller: Option[Controller],
-    val controllerUrl: String,
+    val controllerUrl: String, // as shown and written: credentials redacted
     val dashboard: Option[Dashboard],
     startedAt: Instant)(using system: ActorSystem[?]):
   private given ExecutionContext = system.executionContext
@@ -134,7 +134,7 @@ object FleetRun:
       url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
       devices <- place(url, controller, exporters.registry)
-    yield FleetRun(settings, devices, controller, url.toString, board, Instant.now)
+    yield FleetRun(settings, devices, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)
 
   private def inProcess(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Placement = (url, controller, registry) =>
     given ExecutionContext = system.executionContext

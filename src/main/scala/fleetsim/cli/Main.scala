@@ -42,15 +42,21 @@ object Main:
         case other :: _ => throw UsageError(s"unknown command '$other'${Options.suggest(other, Commands).replace("--", "")}", "")
     catch
       case e: UsageError =>
-        err.println(s"fleetsim: ${e.getMessage}")
+        err.println(s"fleetsim: ${shown(e.getMessage)}")
         err.println(s"Try './fleetsim ${if e.command.isEmpty then "" else e.command + " "}--help'.")
         2
       case e: fleetsim.tls.TlsFileError =>
-        err.println(s"fleetsim: ${e.getMessage}")
+        err.println(s"fleetsim: ${shown(e.getMessage)}")
         2
       case e: CannotRun =>
-        err.println(s"fleetsim: ${e.getMessage}")
+        err.println(s"fleetsim: ${shown(e.getMessage)}")
         1
+
+/** A message as it may reach the terminal: one line, no credentials of a URL, no control characters
+  * (a user's file can hold any bytes, and an error may quote them).
+  */
+private def shown(message: String): String =
+  fleetsim.Redact.urls(String.valueOf(message)).map(c => if c < ' ' || c == '\u007f' then '?' else c)
 
 /** `fleetsim report DIR`: the page again, from what the run left. */
 private def report(dir: java.nio.file.Path, out: PrintStream): Int =
@@ -82,13 +88,16 @@ private[cli] def bindOrExplain[A](httpPort: Flag, system: org.apache.pekko.actor
     e
   try scala.concurrent.Await.result(binding, within)
   catch
-    case e: fleetsim.PortInUse =>
+    case e: fleetsim.CannotBind if e.portTaken =>
       val flag = e.service match
         case "ssh" => Flag.SshPort
         case "dashboard" => Flag.DashboardPort
         case "mqtt" => Flag.MqttPort
         case _ => httpPort
       throw stopped(CannotRun(s"${e.getMessage}: choose another with --${flag.name} (0 picks a free one)"))
+    case e: fleetsim.CannotBind =>
+      val flag = if e.service == "dashboard" then Flag.DashboardHost else Flag.Host
+      throw stopped(UsageError(s"${e.getMessage}: give --${flag.name} an address it has, like 127.0.0.1 (or 0.0.0.0 for all of them)", ""))
     case _: java.util.concurrent.TimeoutException =>
       throw stopped(CannotRun(s"the run did not start within ${within.toSeconds} s"))
     case e: Throwable => throw stopped(e)

@@ -14,7 +14,7 @@ enum ValueKind(val expected: String):
   case Count extends ValueKind("a whole number of at least 1, like 1000")
   case CountOrAuto extends ValueKind("auto, or a whole number of at least 1")
   case Rate extends ValueKind("a number above 0, like 50 or 0.5")
-  case Duration extends ValueKind("a duration with a unit, like 500ms, 30s, 5m or 1h")
+  case Duration extends ValueKind(s"a duration with a unit, like 500ms, 30s, 5m or 1h, of at most ${ValueKind.MaxDays}d")
   case Port extends ValueKind("a port number from 0 to 65535 (0 picks a free port)")
   case Size extends ValueKind("a size, like 512, 4KiB or 1MiB")
   case Url extends ValueKind("an address like http://127.0.0.1:8080 or https://127.0.0.1:8443")
@@ -25,33 +25,89 @@ enum ValueKind(val expected: String):
   /** On when named alone (`--insecure-tls`); `--insecure-tls=off` says off. */
   case Switch extends ValueKind("on or off")
   case Text extends ValueKind("a value")
+  /** A file fleetsim reads: it exists, is a file, and can be read. */
+  case InputFile extends ValueKind("a file fleetsim can read")
+  /** A folder fleetsim reads files from. */
+  case InputFolder extends ValueKind("a folder fleetsim can read")
+  /** A folder fleetsim writes to: it is one, or can be made in a folder that is. */
+  case OutputFolder extends ValueKind("a folder fleetsim can write to (made if missing)")
+  /** A file fleetsim reads and adds to: it is one, or can be made in a folder that is. */
+  case OutputFile extends ValueKind("a file fleetsim can write to (made if missing)")
 
   /** None when `text` is a valid value of this kind. */
-  def problem(text: String): Option[String] =
-    def probe(read: Config => Any) =
-      try { read(ConfigFactory.parseMap(Map("v" -> text).asJava)); true }
-      catch case _: ConfigException => false
+  def problem(text: String): Option[String] = this match
+    case InputFile | InputFolder | OutputFolder | OutputFile => ValueKind.pathProblem(this, text)
+    case _ => Option.when(!valid(text))(s"'$text' is not $expected")
+
+  private def valid(text: String): Boolean =
+    def parsed[A](read: Config => A): Option[A] =
+      try Some(read(ConfigFactory.parseMap(Map("v" -> text).asJava)))
+      catch case _: ConfigException => None
     val ok = this match
       case Count => text.toIntOption.exists(_ >= 1)
       case CountOrAuto => text == "auto" || text.toIntOption.exists(_ >= 1)
       case Rate => text.toDoubleOption.exists(r => r > 0 && !r.isInfinite)
-      case Duration => probe(_.getDuration("v")) && !text.trim.startsWith("-")
+      case Duration => !text.trim.startsWith("-") && parsed(_.getDuration("v")).exists(_.toDays <= ValueKind.MaxDays)
       case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
-      case Size => probe(_.getBytes("v"))
+      case Size => parsed(_.getBytes("v")).isDefined
       case Url => validUrl(text, "http", "https")
       case BrokerUrl => validUrl(text, "mqtt", "mqtts")
       case HostPort => scala.util.Try(fleetsim.hostPort(text, "")).isSuccess
       case HostPorts => text.split(',').map(_.trim).forall(t => scala.util.Try(fleetsim.hostPort(t, "")).isSuccess)
       case Choice(options*) => options.contains(text)
       case Switch => text == "on" || text == "off"
-      case Text => text.nonEmpty
-    Option.when(!ok)(s"'$text' is not $expected")
+      case Text | InputFile | InputFolder | OutputFolder | OutputFile => text.nonEmpty
+    ok
 
   private def validUrl(text: String, schemes: String*): Boolean =
     try
       val uri = URI(text)
-      schemes.contains(uri.getScheme) && uri.getHost != null && (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
+      schemes.contains(uri.getScheme) && uri.getHost != null && uri.getPort <= 65535 &&
+        (uri.getPath == null || uri.getPath.isEmpty || uri.getPath == "/")
     catch case _: Exception => false
+
+object ValueKind:
+  /** The longest duration a flag takes: Pekko's scheduler refuses much beyond it, and a run meant
+    * to go on for ever says 0s (until Ctrl-C).
+    */
+  final val MaxDays = 180
+
+  /** What is wrong with `text` as a path of `kind`, in words that say what to do. */
+  private def pathProblem(kind: ValueKind, text: String): Option[String] =
+    import java.nio.file.{Files, Path}
+    scala.util.Try(Path.of(text)).toOption.filter(_ => text.nonEmpty) match
+      case None => Some(s"'$text' is not a path: name ${kind.expected}")
+      case Some(path) => pathProblem(kind, text, path)
+
+  private def pathProblem(kind: ValueKind, text: String, path: java.nio.file.Path): Option[String] =
+    import java.nio.file.Files
+    kind match
+      case InputFile =>
+        if Files.isDirectory(path) then Some(s"'$text' is a folder, not a file")
+        else if !Files.exists(path) then Some(s"no such file '$text'")
+        else if !Files.isReadable(path) then Some(s"'$text' cannot be read: check its permissions")
+        else None
+      case InputFolder =>
+        if Files.isRegularFile(path) then Some(s"'$text' is a file, not a folder")
+        else if !Files.isDirectory(path) then Some(s"no such folder '$text'")
+        else if !Files.isReadable(path) || !Files.isExecutable(path) then Some(s"folder '$text' cannot be read: check its permissions")
+        else None
+      case OutputFolder =>
+        if Files.exists(path) && !Files.isDirectory(path) then Some(s"'$text' is a file, not a folder: name a folder")
+        else writableFolder(path, text)
+      case _ =>
+        if Files.isDirectory(path) then Some(s"'$text' is a folder, not a file")
+        else if Files.exists(path) then Option.when(!Files.isWritable(path) || !Files.isReadable(path))(s"'$text' cannot be read and written: check its permissions")
+        else Option(path.toAbsolutePath.getParent).flatMap(writableFolder(_, text))
+
+  /** None when `folder` is, or can be made in, a folder this process can write to. */
+  private def writableFolder(folder: java.nio.file.Path, text: String): Option[String] =
+    import java.nio.file.Files
+    val existing = Iterator.iterate(folder.toAbsolutePath)(_.getParent).takeWhile(_ != null).find(Files.exists(_))
+    existing match
+      case Some(dir) if !Files.isDirectory(dir) => Some(s"cannot make '$text': '$dir' is a file, not a folder")
+      case Some(dir) if !Files.isWritable(dir) => Some(s"cannot make '$text': folder '$dir' is not writable (check its permissions)")
+      case _ => None
 
 /** One definition of an option: its flag, its environment variable, its key in a config file.
   *
@@ -68,7 +124,7 @@ object Flag:
   val ControllerPort = Flag("controller-port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the embedded reference controller")
   val HeartbeatInterval = Flag("heartbeat-interval", "fleetsim.controller.heartbeat-interval", ValueKind.Duration, "heartbeat interval the reference controller hands out at join")
   val StatsInterval = Flag("stats-interval", "fleetsim.controller.stats-interval", ValueKind.Duration, "stats interval the reference controller hands out at join")
-  val Results = Flag("results", "fleetsim.run.results-dir", ValueKind.Text, "folder for summary.json (default: results/<timestamp>/)")
+  val Results = Flag("results", "fleetsim.run.results-dir", ValueKind.OutputFolder, "folder for summary.json (default: results/<timestamp>/)")
   val MaxConnections = Flag("max-connections", "fleetsim.http.max-connections", ValueKind.CountOrAuto, "HTTP connections shared by the fleet")
   val Pipelining = Flag("pipelining", "fleetsim.http.pipelining", ValueKind.Count, "calls in flight on one HTTP connection (1 = no pipelining)")
   val RequestTimeout = Flag("request-timeout", "fleetsim.http.request-timeout", ValueKind.Duration, "a call unanswered this long counts as failed")
@@ -93,17 +149,17 @@ object Flag:
   val MaxConnects = Flag("max-connects", "fleetsim.mqtt.max-connects", ValueKind.Count, "MQTT connects (TCP, TLS, CONNECT, SUBSCRIBE) in progress at once, in each process of the fleet")
   val ControllerSsh = Flag("controller-ssh", "fleetsim.ssh.endpoint", ValueKind.HostPort, "SSH server for the tunnels (default: the one the controller names at join)")
   val SshUser = Flag("ssh-user", "fleetsim.ssh.user", ValueKind.Text, "user name for every tunnel (default: each device's MAC)")
-  val SshKey = Flag("ssh-key", "fleetsim.ssh.key", ValueKind.Text, "private key file for the tunnels (default: one generated for the run)")
+  val SshKey = Flag("ssh-key", "fleetsim.ssh.key", ValueKind.InputFile, "private key file for the tunnels (default: one generated for the run)")
   val SshPassword = Flag("ssh-password", "fleetsim.ssh.password", ValueKind.Text, "a password to offer besides the key (prefer the environment variable)")
   val HostKeys = Flag("host-keys", "fleetsim.ssh.host-keys", ValueKind.Choice("strict", "accept-new", "insecure"), "SSH host-key checking")
-  val KnownHosts = Flag("known-hosts", "fleetsim.ssh.known-hosts", ValueKind.Text, "known_hosts file for host-key checking")
+  val KnownHosts = Flag("known-hosts", "fleetsim.ssh.known-hosts", ValueKind.OutputFile, "known_hosts file for host-key checking")
   val MaxHandshakes = Flag("max-handshakes", "fleetsim.ssh.max-handshakes", ValueKind.Count, "SSH handshakes in progress at once")
   val SshTarget = Flag("ssh-target", "fleetsim.ssh.target", ValueKind.HostPort, "where tunnels lead, as the SSH server sees it (default: the controller URL's address)")
   val Mqtt = Flag("mqtt", "fleetsim.controller.mqtt", ValueKind.Switch, "also start the MQTT broker, for fleets run with --transport mqtt --broker")
   val MqttPort = Flag("mqtt-port", "fleetsim.controller.mqtt-port", ValueKind.Port, "with --mqtt: port of the controller's MQTT broker", needs = Some(Mqtt))
   val SshPort = Flag("ssh-port", "fleetsim.controller.ssh-port", ValueKind.Port, "SSH port of the reference controller")
   val ControllerSshPassword = Flag("ssh-password", "fleetsim.controller.ssh-password", ValueKind.Text, "also admit joined devices that log in with this password")
-  val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.Text, "where the controller keeps its SSH host key")
+  val StateDir = Flag("state-dir", "fleetsim.controller.state-dir", ValueKind.OutputFolder, "where the controller keeps its SSH host key")
   val SshGateways = Flag("ssh-gateways", "fleetsim.controller.ssh-gateways", ValueKind.HostPorts,
     "SSH servers started with ./fleetsim ssh-gateway, HOST:PORT,HOST:PORT: joins send each device to one of them, by MAC")
   val Dashboard = Flag("dashboard", "fleetsim.dashboard.enabled", ValueKind.Choice("on", "off"), "serve the live dashboard and /metrics")
@@ -113,19 +169,19 @@ object Flag:
   val Profile = Flag("profile", "fleetsim.profile", ValueKind.Choice("large"), "a bundle of settings under yours: large (100,000 devices and up)")
   val DeviceProfile = Flag("device-profile", "fleetsim.device-profile", ValueKind.Text,
     s"how devices speak to the controller: a built-in profile (${fleetsim.profile.ProfileLoader.BuiltIn.mkString(", ")}) or a profile file")
-  val DevicesCsv = Flag("devices-csv", "fleetsim.fleet.devices-csv", ValueKind.Text,
+  val DevicesCsv = Flag("devices-csv", "fleetsim.fleet.devices-csv", ValueKind.InputFile,
     "a CSV of per-device values (tokens, ids) for device profiles that read one, like iot-telemetry")
   val AgentKeyLifetime = Flag("agent-key-lifetime", "fleetsim.controller.agent-key-lifetime", ValueKind.Duration,
     "ap-agent dialect: how long a device's key lasts before its calls get 401 (0s: forever)")
-  val IotTokens = Flag("iot-tokens", "fleetsim.controller.iot-tokens", ValueKind.Text,
+  val IotTokens = Flag("iot-tokens", "fleetsim.controller.iot-tokens", ValueKind.InputFile,
     "iot-telemetry dialect: a CSV of provisioned tokens (column token); empty admits any")
   val SourceIps = Flag("source-ips", "fleetsim.http.source-ips", ValueKind.Text,
     "local addresses devices call from, each device always the same one: a block (127.0.1.0/24) or a list; each device then keeps its own connection")
-  val CaFile = Flag("ca-file", "fleetsim.tls.ca-file", ValueKind.Text, "PEM file of the CAs that sign an https:// controller's certificate (default: the system's)")
+  val CaFile = Flag("ca-file", "fleetsim.tls.ca-file", ValueKind.InputFile, "PEM file of the CAs that sign an https:// controller's certificate (default: the system's)")
   val InsecureTls = Flag("insecure-tls", "fleetsim.tls.insecure", ValueKind.Switch, "trust any server certificate, no hostname check (warned about once)")
-  val ClientCa = Flag("client-ca", "fleetsim.tls.client-ca", ValueKind.Text, "a CA certificate (PEM) to issue each device its own client certificate from, at start")
-  val ClientCaKey = Flag("client-ca-key", "fleetsim.tls.client-ca-key", ValueKind.Text, "the private key (PEM) of --client-ca")
-  val ClientCerts = Flag("client-certs", "fleetsim.tls.client-certs", ValueKind.Text, "a folder of per-device certificates: NAME.pem + NAME.key or NAME.p12 (see fleetsim.tls.client-certs-name)")
+  val ClientCa = Flag("client-ca", "fleetsim.tls.client-ca", ValueKind.InputFile, "a CA certificate (PEM) to issue each device its own client certificate from, at start")
+  val ClientCaKey = Flag("client-ca-key", "fleetsim.tls.client-ca-key", ValueKind.InputFile, "the private key (PEM) of --client-ca")
+  val ClientCerts = Flag("client-certs", "fleetsim.tls.client-certs", ValueKind.InputFolder, "a folder of per-device certificates: NAME.pem + NAME.key or NAME.p12 (see fleetsim.tls.client-certs-name)")
   val TlsVersion = Flag("tls-version", "fleetsim.tls.version", ValueKind.Choice("any", "1.3", "1.2"), "TLS versions devices offer: any (1.3, else 1.2), 1.3 or 1.2")
   val Tls = Flag("tls", "fleetsim.controller.tls", ValueKind.Switch, "the reference controller serves HTTPS, its CA and certificate kept in --state-dir/tls")
   val ClientCertsRequired = Flag("client-certs-required", "fleetsim.controller.client-certs-required", ValueKind.Switch,
@@ -149,8 +205,11 @@ object Options:
       val (fromFlags, configFile) = collect(command, flags, args)
       val fromEnv = flags.flatMap(f => env.get(f.env).map(f -> _)).filterNot((f, _) => fromFlags.contains(f))
       for (flag, value) <- fromEnv; p <- flag.kind.problem(value) do throw UsageError(s"${flag.env}: $p", command)
-      val overrides = (fromEnv ++ fromFlags).map((f, v) => f.path -> v).toMap
-      val chosen = ConfigFactory.parseMap(overrides.asJava).withFallback(configFile.fold(ConfigFactory.empty)(path => readFile(command, path)))
+      // Each value's origin names its flag or variable, so that an error found later in it says where it came from.
+      val supplied = fromFlags.toSeq.map((f, v) => (f, v, s"--${f.name}")) ++ fromEnv.map((f, v) => (f, v, f.env))
+      val overrides = supplied.foldLeft(ConfigFactory.empty)((c, g) => c.withFallback(ConfigFactory.parseMap(Map(g._1.path -> g._2).asJava, g._3)))
+      val fromFile = configFile.fold(ConfigFactory.empty)(path => readFile(command, path, flags))
+      val chosen = overrides.withFallback(fromFile)
       val layered = chosen.withFallback(profile(command, chosen)).withFallback(ConfigFactory.load()).resolve()
       for (flag, _) <- fromFlags; needed <- flag.needs if !isSet(layered, needed) do
         throw UsageError(s"--${flag.name} does nothing without --${needed.name}: add --${needed.name}, or leave --${flag.name} out", command)
@@ -196,13 +255,24 @@ object Options:
       case arg :: _ => throw UsageError(s"unexpected argument '$arg' (flags start with --)", command)
     loop(args, Map.empty, None)
 
-  private def readFile(command: String, path: String): Config =
+  private def readFile(command: String, path: String, flags: Seq[Flag]): Config =
     val file = File(path)
     if !file.isFile || !file.canRead then throw UsageError(s"cannot read config file '$path': no such readable file", command)
+    fleetsim.TextFiles.utf8(file.toPath).left.foreach(problem => throw UsageError(s"config file $problem", command))
     val config =
       try ConfigFactory.parseFile(file)
       catch case e: ConfigException => throw UsageError(s"config file '$path' is not valid HOCON: ${e.getMessage}", command)
-    for problem <- fleetsim.ConfigKeys.unknown(config, ConfigFactory.defaultReference(), "fleetsim") do throw UsageError(problem, command)
+    val reference = ConfigFactory.defaultReference()
+    for problem <- fleetsim.ConfigKeys.unknown(config, reference, "fleetsim") do throw UsageError(problem, command)
+    // A flag's setting in the file is held to what the flag would take (its default is taken as it is).
+    for flag <- flags; value <- scala.util.Try(config.getValue(flag.path)).toOption do // unset, or a ${...} resolved later
+      val default = if reference.hasPath(flag.path) then reference.getValue(flag.path).unwrapped else null
+      val problem = value.unwrapped match
+        case text: String => flag.kind.problem(text)
+        case n: java.lang.Number => flag.kind.problem(n.toString)
+        case b: java.lang.Boolean => flag.kind.problem(if b then "on" else "off")
+        case _ => Some(s"not ${flag.kind.expected}")
+      for p <- problem if value.unwrapped != default do throw UsageError(s"$path:${value.origin.lineNumber}: ${flag.path}: $p", command)
     config
 
   /** " (did you mean --x?)" when a known name is within two edits of the typo. */

@@ -16,6 +16,7 @@ import scala.concurrent.duration.*
   */
 object Preflight:
   def check(settings: RunSettings): Unit =
+    for ssh <- settings.ssh do fleetsim.transport.ssh.HostKeys.check(ssh).left.foreach(m => throw UsageError(m, "run"))
     DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, ProcessWatch.openFileLimit, sessionKind(settings))
       .left.foreach(m => throw CannotRun(m))
     val tls = settings.controllerUrl.exists(_.startsWith("https://")) || settings.broker.exists(_.startsWith("mqtts://")) ||
@@ -24,6 +25,7 @@ object Preflight:
     HeapBudget.check(settings.fleet.devices, perDevice, Runtime.getRuntime.maxMemory).left.foreach(m => throw CannotRun(m))
     for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))
     // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
+    for file <- settings.tls.caFile do fleetsim.tls.Pem.certificates(file)
     for (cert, key) <- settings.tls.clientCa.zip(settings.tls.clientCaKey) do CertificateAuthority.load(cert, key)
     for dir <- settings.tls.clientCerts do
       Await.result(DeviceCertificates.folder(dir, settings.tls.clientCertsName).forDevice(0, settings.profile.identityName(0)), 30.seconds)
@@ -42,6 +44,19 @@ object Preflight:
       DescriptorBudget.checkServer(settings.connections, settings.sessions, sessionKind(settings), ProcessWatch.openFileLimit)
         .left.foreach(m => throw CannotRun(m))
 
+  /** The results folder is made now, where the run is started: a run that cannot write its results must not start. */
+  def resultsFolder(settings: RunSettings): Unit =
+    val dir = settings.resultsDir
+    try
+      java.nio.file.Files.createDirectories(dir)
+      if !java.nio.file.Files.isWritable(dir) then throw IOException("not writable")
+    catch case e: IOException =>
+      val why = e match
+        case _: java.nio.file.FileAlreadyExistsException => "a file of that name is in the way"
+        case _: java.nio.file.NoSuchFileException => s"${e.getMessage} does not exist and cannot be made"
+        case _ => Option(e.getMessage).getOrElse(e.getClass.getSimpleName)
+      throw UsageError(s"--results: cannot make folder $dir ($why): name a folder you may write to", "run")
+
   private def sessionKind(settings: RunSettings) = if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels"
 
   /** An untrusted server certificate, or one for another name, would fail every device forever. */
@@ -50,6 +65,8 @@ object Preflight:
     FleetTls.serverRefused(url.getHost, port, FleetTls.trust(settings.tls, None), timeoutMillis = 5000).foreach {
       case (FailureReason.HostnameMismatch, words) =>
         throw UsageError(s"the controller's certificate does not name ${url.getHost} ($words): call it by a name or address its certificate has, or pass --insecure-tls to skip the check", "run")
+      case (_, words) if words.startsWith("it expired") || words.startsWith("it is not valid yet") =>
+        throw UsageError(s"the controller's certificate at $url is out of its dates ($words): renew it (or set the clock right), or pass --insecure-tls to skip the check", "run")
       case (_, words) =>
         val trusted = settings.tls.caFile.fold("the system's trust store")(f => s"the CAs in $f")
         throw UsageError(s"the controller's certificate at $url is not signed by $trusted ($words): pass --ca-file with the CA that signed it, or --insecure-tls to skip the check", "run")

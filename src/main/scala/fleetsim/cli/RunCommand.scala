@@ -32,8 +32,10 @@ object RunCommand:
         val settings = settingsOf("run")(RunSettings(config))
         val join = config.getString("fleetsim.cluster.join")
         if join.isEmpty then Preflight.check(settings) else Preflight.checkRunner(settings) // each node checks its own share
+        Preflight.resultsFolder(settings)
         if settings.tls.insecure then
-          err.println("fleetsim: warning: --insecure-tls: the controller's certificate is not checked, so anyone on the path could pose as it")
+          val server = if settings.transport == "mqtt" then "broker" else "controller"
+          err.println(s"fleetsim: warning: --insecure-tls: the $server's certificate is not checked, so anyone on the path could pose as it")
         given system: ActorSystem[SpawnProtocol.Command] =
           if join.isEmpty then ActorSystem(SpawnProtocol(), "fleetsim", config)
           else ActorSystem(SpawnProtocol(), ClusterConfig.SystemName, settingsOf("run")(ClusterConfig.runner(config)))
@@ -59,7 +61,6 @@ object RunCommand:
 
     val status = StatusLine(out, terminal = System.console() != null)
     run.onSample(status.print)
-    fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
 
     shutdown.addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind, "fleet-summary") { () =>
       val reason = shutdown.shutdownReason() match
@@ -73,5 +74,7 @@ object RunCommand:
         Done
       }(using io)
     }
+    // Only once the summary is sure to be written on the way out.
+    fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
     Await.result(system.whenTerminated, Duration.Inf)
     0

@@ -24,7 +24,7 @@ import scala.concurrent.duration.*
   * @param broker the MQTT broker's URL (mqtt:// or mqtts://); None embeds one with the reference controller
   * @param maxConnects MQTT connects in progress at once in this process
   * @param controllerUrl None embeds the reference controller
-  * @param described the effective `fleetsim` settings as JSON, secrets left out, for config.json
+  * @param described the effective `fleetsim` settings as JSON, secrets left out (passwords, URLs' credentials), for config.json
   */
 final case class RunSettings(
     fleet: FleetSettings,
@@ -108,6 +108,6 @@ object RunSettings:
       statusInterval = run.finiteDuration("status-interval"),
       dashboard = DashboardSettings(config),
       statsd = Option(config.getString("fleetsim.metrics.statsd")).filter(_.nonEmpty).map(hostPort(_, "fleetsim.metrics.statsd")),
-      described = config.getConfig("fleetsim")
+      described = fleetsim.Redact.urls(config.getConfig("fleetsim")
         .withoutPath("ssh.password").withoutPath("controller.ssh-password").withoutPath("controller.agent-secret")
-        .root.render(ConfigRenderOptions.concise().setFormatted(true)))
+        .root.render(ConfigRenderOptions.concise().setFormatted(true))))

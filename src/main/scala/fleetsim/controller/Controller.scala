@@ -1,6 +1,6 @@
 package fleetsim.controller
 
-import fleetsim.PortInUse
+import fleetsim.CannotBind
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.{ConnectionContext, Http}
@@ -55,7 +55,7 @@ object Controller:
     val at = Http(system.classicSystem).newServerAt(settings.host, settings.port).withSettings(server)
     tls.fold(at)(t => at.enableHttps(ConnectionContext.httpsServer(() => t.engine())))
       .bindFlow(connections)
-      .recoverWith(PortInUse.whenBinding(settings.port, "http"))
+      .recoverWith(CannotBind.whenBinding(settings.host, settings.port, "http"))
       .flatMap { binding =>
         val gateway =
           if !ssh then Future.successful(None)

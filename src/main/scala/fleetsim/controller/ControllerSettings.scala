@@ -21,7 +21,7 @@ final case class ControllerSettings(
     stateDir: Path,
     agentSecret: String,
     agentKeyLifetime: FiniteDuration,
-    iotTokens: Option[Path],
+    iotTokens: Option[Set[String]],
     tls: Boolean,
     clientCertsRequired: Boolean,
     mqttPort: Int = 0,
@@ -37,7 +37,6 @@ final case class ControllerSettings(
 
   require(!clientCertsRequired || tls, "--client-certs-required needs --tls: client certificates travel in TLS")
   require(agentKeyLifetime >= Duration.Zero, "fleetsim.controller.agent-key-lifetime must not be negative")
-  require(iotTokens.forall(java.nio.file.Files.isReadable(_)), s"fleetsim.controller.iot-tokens: cannot read ${iotTokens.getOrElse("")}")
 
   override def toString: String = s"ControllerSettings($host:$port, ssh port $sshPort, state in $stateDir)" // no password, no secret
 
@@ -57,8 +56,20 @@ object ControllerSettings:
       stateDir = Paths.get(c.getString("state-dir")),
       agentSecret = c.getString("agent-secret"),
       agentKeyLifetime = c.finiteDuration("agent-key-lifetime"),
-      iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(Paths.get(_)),
+      iotTokens = Option(c.getString("iot-tokens")).filter(_.nonEmpty).map(file => tokens(Paths.get(file))),
       tls = c.getBoolean("tls"),
       clientCertsRequired = c.getBoolean("client-certs-required"),
       mqttPort = c.getInt("mqtt-port"),
       sshGateways = fleetsim.hostPorts(c.getString("ssh-gateways"), "--ssh-gateways").map(SshEndpoint.apply))
+
+  /** The tokens of a CSV with a header: the column named token, or the only column. */
+  private def tokens(file: Path): Set[String] =
+    val text = fleetsim.TextFiles.utf8(file).fold(problem => throw IllegalArgumentException(s"fleetsim.controller.iot-tokens: $problem"), identity)
+    val lines = text.linesIterator.map(_.trim).filter(_.nonEmpty).toSeq
+    def fields(line: String) = line.split(",", -1).map(_.trim.stripPrefix("\"").stripSuffix("\"")).toSeq
+    val header = lines.headOption.map(fields).getOrElse(Nil)
+    val column = header.indexOf("token").max(0)
+    lines.drop(1).zipWithIndex.map { (line, i) =>
+      fields(line).lift(column).getOrElse(throw IllegalArgumentException(
+        s"fleetsim.controller.iot-tokens: $file:${i + 2} has no field ${column + 1} (token): give each line as many fields as the header"))
+    }.toSet

@@ -90,16 +90,8 @@ private final class Dialects(registry: Registry, settings: ControllerSettings, f
 
   // ---- iot-telemetry: a pre-provisioned token in the path, JSON telemetry, attributes polled ----
 
-  private val tokens: Option[Set[String]] = settings.iotTokens.map { file =>
-    val lines = java.nio.file.Files.readAllLines(file, UTF_8).asScala.map(_.trim).filter(_.nonEmpty)
-    // A CSV with a header: the column named token, or the only column.
-    val header = lines.headOption.map(_.split(",").map(_.trim.stripPrefix("\"").stripSuffix("\"")).toSeq).getOrElse(Nil)
-    val column = header.indexOf("token").max(0)
-    lines.drop(1).map(_.split(",")(column).trim.stripPrefix("\"").stripSuffix("\"")).toSet
-  }
-
   private def iot: Route = pathPrefix(Segment) { token =>
-    if !tokens.forall(_.contains(token)) then unauthorized("telemetry")
+    if !settings.iotTokens.forall(_.contains(token)) then unauthorized("telemetry")
     else
       concat(
         (path("telemetry") & post & faulty("telemetry") & entity(as[String])) { _ =>

@@ -83,7 +83,7 @@ object MqttBroker:
     val server = Server()
     val watcher = Watcher(registry)
     try server.startServer(MemoryConfig(properties), java.util.List.of(watcher), null, null, null)
-    catch case e: RuntimeException if Option(e.getCause).exists(_.isInstanceOf[java.net.BindException]) => throw fleetsim.PortInUse(port, "mqtt")
+    catch case e: RuntimeException => throw fleetsim.CannotBind.of(host, port, "mqtt", e).getOrElse(e)
     new MqttBroker(server, host, chosen, watcher)
 
   private def freePort(host: String): Int =

@@ -2,7 +2,7 @@ package fleetsim.controller
 
 import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, writeToArray}
 import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
-import fleetsim.PortInUse
+import fleetsim.CannotBind
 import fleetsim.transport.ssh.SshStreams
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector}
@@ -130,7 +130,7 @@ object SshGateway:
       server.setChannelFactories(List[ChannelFactory](TunnelChannel.factory(http, refused, handler)).asJava)
       CoreModuleProperties.IDLE_TIMEOUT.set(server, JDuration.ofMillis(settings.sshIdleTimeout.toMillis))
       try server.start()
-      catch case _: BindException => throw PortInUse(settings.sshPort, "ssh")
+      catch case e: BindException => throw CannotBind.of(settings.host, settings.sshPort, "ssh", e).get
       SshGateway(server)
     }(using system.dispatchers.lookup(DispatcherSelector.blocking()))
 

@@ -10,8 +10,8 @@ import scala.collection.immutable.ListMap
 import scala.jdk.CollectionConverters.*
 
 /** One second of a run, as the status line, the dashboard, the time-series file and the report all
-  * see it. Rates are per second over the interval since the previous sample; `errors` (403s and
-  * failures) counts since the start; times in ms; `nodes`: the devices each cluster node runs (a
+  * see it. Rates are per second over the interval since the previous sample; `errors` (403s, failed
+  * calls, and failed SSH tunnels or MQTT connects) counts since the start; times in ms; `nodes`: the devices each cluster node runs (a
   * run over a cluster only; a node lost is gone from it).
   */
 final case class Sample(
@@ -75,7 +75,7 @@ final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, targe
       target = target,
       devices = ListMap.from(DeviceState.values.map(st => st.toString -> s.byState(st))),
       rates = rates,
-      errors = s.total(k => k.forbidden + k.failed),
+      errors = s.total(k => k.forbidden + k.failed) + s.tunnels.failures.values.sum, // a device that cannot connect sends nothing to fail
       latencyMs = ListMap.from(keys.map(k => k -> percentiles(s.byKind(k).recent))),
       latenessMs = ListMap.from(kinds.filter(_.periodic).map(k => k.key -> percentiles(s.byKind(k.key).recentLateness))),
       transitions = moves,

@@ -115,6 +115,7 @@ object ProfileLoader:
         if !file.isFile then
           val hint = fleetsim.Suggest.closest(nameOrFile, BuiltIn).fold("")(n => s" (did you mean $n?)")
           throw ProfileError(s"no device profile '$nameOrFile'$hint: name a file, or one of the built-in profiles ${BuiltIn.mkString(", ")}")
+        fleetsim.TextFiles.utf8(file.toPath).left.foreach(problem => throw ProfileError(problem))
         try ConfigFactory.parseFile(file, ConfigParseOptions.defaults.setAllowMissing(false)) -> Option(file.getAbsoluteFile.getParentFile)
         catch case e: ConfigException => throw ProfileError(s"${e.getMessage.replaceFirst("^(.*?): ", "$1: ")} (not valid HOCON)")
     // Resolved with the run's settings under it, then cut back to the profile's own keys
@@ -667,7 +668,8 @@ object Csv:
     val name = String.valueOf(at.unwrapped)
     val file = base.fold(Path.of(name))(_.resolve(name))
     if !Files.isRegularFile(file) then fail(at, s"identity.csv: no such file $file (a path is taken from the profile's folder)")
-    val lines = Files.readAllLines(file, UTF_8).asScala.toIndexedSeq.filter(_.trim.nonEmpty)
+    val text = fleetsim.TextFiles.utf8(file).fold(problem => fail(at, s"identity.csv: $problem"), identity)
+    val lines = text.linesIterator.toIndexedSeq.filter(_.trim.nonEmpty)
     if lines.isEmpty then fail(at, s"identity.csv: $file is empty; its first line names the columns")
     val columns = split(lines.head).map(_.trim)
     for c <- columns if !c.matches("[A-Za-z_][A-Za-z0-9_]*") do

@@ -71,6 +71,11 @@ object FleetTls:
       None
     catch
       case e: Exception =>
-        val words = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq.last.getMessage
+        val chain = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq
+        // A certificate out of its dates is signed all the same: say which date, not "not signed".
+        val words = chain.collectFirst {
+          case t: java.security.cert.CertificateExpiredException => s"it expired: ${t.getMessage}"
+          case t: java.security.cert.CertificateNotYetValidException => s"it is not valid yet: ${t.getMessage}"
+        }.getOrElse(chain.last.getMessage)
         Replies.tlsReason(e).filter(r => r == FailureReason.ServerUntrusted || r == FailureReason.HostnameMismatch).map(_ -> words)
     finally socket.close()

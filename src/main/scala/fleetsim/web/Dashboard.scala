@@ -2,7 +2,7 @@ package fleetsim.web
 
 import com.github.plokhotnyuk.jsoniter_scala.core.writeToString
 import com.typesafe.config.Config
-import fleetsim.PortInUse
+import fleetsim.CannotBind
 import fleetsim.metrics.Sample
 import fleetsim.report.Assets
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -77,7 +77,7 @@ object Dashboard:
         CoordinatedShutdown(system).addTask(CoordinatedShutdown.PhaseServiceUnbind, "dashboard")(() => dashboard.stop())
         dashboard
       }
-      .recoverWith(PortInUse.whenBinding(settings.port, "dashboard"))
+      .recoverWith(CannotBind.whenBinding(settings.host, settings.port, "dashboard"))
 
   private def routes(runJson: String, prometheus: PrometheusMeterRegistry, history: History, events: Source[ServerSentEvent, ?]): Route =
     def asset(path: String, contentType: ContentType.NonBinary) = complete(HttpEntity(contentType, Assets.text(path)))

@@ -54,11 +54,13 @@ class CliSpec extends AnyWordSpec with Eventually:
       assertUsageError(fleetsim("launch"), "unknown command 'launch'")
       assertUsageError(fleetsim("run", "--transport", "ftp"), "--transport: 'ftp' is not one of http, ssh")
       assertUsageError(fleetsim("run", "--controller-ssh", "localhost"), "--controller-ssh: 'localhost' is not HOST:PORT")
-      assertUsageError(fleetsim("run", "--transport", "ssh", "--ssh-key", "/nonexistent/key"), "cannot read SSH key '/nonexistent/key'")
+      assertUsageError(fleetsim("run", "--transport", "ssh", "--ssh-key", "/nonexistent/key"), "--ssh-key: no such file '/nonexistent/key'")
       assertUsageError(fleetsim("run", "--source-ips", "127.0.1.0/33"), "--source-ips: '127.0.1.0/33': the prefix length must be a number from 8 to 32")
       assertUsageError(fleetsim("run", "--source-ips", "192.0.2.1"), "--source-ips: cannot call from 192.0.2.1")
-      assertUsageError(fleetsim("run", "--ca-file", "/nonexistent/ca.pem"), "--ca-file: cannot read /nonexistent/ca.pem")
-      assertUsageError(fleetsim("run", "--client-ca", "/nonexistent/ca.pem"), "--client-ca and --client-ca-key go together")
+      assertUsageError(fleetsim("run", "--ca-file", "/nonexistent/ca.pem"), "--ca-file: no such file '/nonexistent/ca.pem'")
+      assertUsageError(fleetsim("run", "--client-ca", "/nonexistent/ca.pem"), "--client-ca: no such file '/nonexistent/ca.pem'")
+      val ca = Files.writeString(tempDir().resolve("ca.pem"), "not yet a CA\n")
+      assertUsageError(fleetsim("run", "--client-ca", ca.toString), "--client-ca and --client-ca-key go together")
       assertUsageError(fleetsim("run", "--insecure-tls=maybe"), "--insecure-tls: 'maybe' is not on or off")
     }
 
@@ -205,6 +207,23 @@ class CliSpec extends AnyWordSpec with Eventually:
         assert(summary.controller.isEmpty)
         val counts = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(s"$url/admin/counts")).build(), HttpResponse.BodyHandlers.ofString())
         assert(counts.body.contains("\"registered\":10"), counts.body)
+      finally controller.destroy()
+    }
+
+    "never print or write the credentials of a controller URL (http://user:password@host)" in {
+      val controller = start("controller", "--port", "0", "--state-dir", tempDir().toString)
+      try
+        val banner = BufferedReader(InputStreamReader(controller.getInputStream)).readLine()
+        val address = "127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
+        val dir = tempDir().resolve("run")
+        val f = fleetsim("run", "--controller", s"http://fleet:s3cr3t-pw@$address", "--devices", "3", "--duration", "2s",
+          "--dashboard", "off", "--results", dir.toString)
+        assert(f.code == 0, f.err)
+        assert(f.out.contains(s"against http://***@$address"), f.out)
+        val written = Seq("config.json", "summary.json", "report.html", "timeseries.jsonl").map(n => n -> Files.readString(dir.resolve(n)))
+        for (name, text) <- written :+ ("stdout" -> f.out) :+ ("stderr" -> f.err) do
+          assert(!text.contains("s3cr3t-pw"), s"the password is in $name")
+        assert(written.toMap.apply("summary.json").contains(s"http://***@$address"))
       finally controller.destroy()
     }
 

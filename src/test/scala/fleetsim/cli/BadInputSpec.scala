@@ -1,0 +1,122 @@
+package fleetsim.cli
+
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.io.{ByteArrayOutputStream, PrintStream}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+import java.util.concurrent.{CompletableFuture, TimeUnit}
+
+/** Every flag of every command, given what a user gets wrong — a wrong type, a value out of range,
+  * a path of the wrong kind (a file for a folder, a folder for a file, a file inside a file, a
+  * missing one), a file of bytes that are not what it should hold — gets one line that says what is
+  * wrong and exit code 2, never a stack trace. Through the real entry point (Main.run) in this JVM:
+  * a JVM a case would take minutes; CliSpec runs the command line in its own JVM.
+  */
+class BadInputSpec extends AnyWordSpec:
+  import BadInputSpec.*
+
+  private val dir = Files.createTempDirectory("fleetsim-bad-input")
+  private val aFile = Files.writeString(dir.resolve("a-file.txt"), "just text\n")
+  private val aFolder = Files.createDirectories(dir.resolve("a-folder"))
+  /** Bytes that are neither UTF-8 nor PEM nor HOCON nor a key. */
+  private val garbage = Files.write(dir.resolve("garbage.bin"), Array[Byte](0xff.toByte, 0xfe.toByte, 0, 1, 2, '\n', 0xc3.toByte, 0x28))
+  private val missing = dir.resolve("missing/nothing.txt")
+
+  /** Values no flag of `kind` takes. */
+  private def wrong(kind: ValueKind): Seq[String] = kind match
+    case ValueKind.Count => Seq("-5", "0", "lots", "1.5", "99999999999")
+    case ValueKind.CountOrAuto => Seq("-5", "0", "some", "99999999999")
+    case ValueKind.Rate => Seq("0", "-1", "fast", "NaN", "Infinity")
+    case ValueKind.Duration => Seq("soon", "-5s", "181d", "99999999999d", "5 parsecs")
+    case ValueKind.Port => Seq("-1", "65536", "99999", "http")
+    case ValueKind.Size => Seq("big", "5 parsecs")
+    case ValueKind.Url => Seq("localhost:80", "ftp://127.0.0.1", "http://127.0.0.1:99999", "http://127.0.0.1:8080/api", "http://")
+    case ValueKind.BrokerUrl => Seq("127.0.0.1:1883", "http://127.0.0.1", "mqtt://127.0.0.1:70000")
+    case ValueKind.HostPort => Seq("localhost", "127.0.0.1:0", "127.0.0.1:65536", ":")
+    case ValueKind.HostPorts => Seq("127.0.0.1:1,localhost", "127.0.0.1:99999")
+    case ValueKind.Choice(_*) => Seq("nonsense", "")
+    case ValueKind.Switch => Seq("maybe", "yes please")
+    case ValueKind.Text => Seq("")
+    case ValueKind.InputFile => Seq(aFolder.toString, missing.toString, "")
+    case ValueKind.InputFolder => Seq(aFile.toString, missing.toString)
+    case ValueKind.OutputFolder => Seq(aFile.toString, aFile.resolve("sub").toString)
+    case ValueKind.OutputFile => Seq(aFolder.toString, aFile.resolve("known_hosts").toString)
+
+  /** What else a command needs to get as far as using the flag; a run that gets past its checks ends in a second. */
+  private def around(command: String, flag: Flag): Seq[String] = command match
+    case "run" =>
+      val ssh = Set(Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes, Flag.SshTarget)
+      (if flag == Flag.Duration then Nil else Seq("--duration", "1s")) ++
+        (if flag == Flag.Dashboard then Nil else Seq("--dashboard", "off")) ++
+        (if flag == Flag.Results then Nil else Seq("--results", dir.resolve("results").toString)) ++
+        (if ssh(flag) then Seq("--transport", "ssh") else Nil) ++
+        (if flag == Flag.DevicesCsv then Seq("--device-profile", "iot-telemetry") else Nil) ++
+        (if flag == Flag.ClientCaKey then Seq("--client-ca", aFile.toString) else Nil) ++
+        (if flag == Flag.ClientCa then Seq("--client-ca-key", aFile.toString) else Nil)
+    case _ => Nil
+
+  private val commands = Seq("run" -> RunCommand.Flags, "controller" -> ControllerCommand.Flags, "node" -> NodeCommand.Flags,
+    "ssh-gateway" -> SshGatewayCommand.Flags)
+
+  "Every command's every flag" should {
+    for (command, flags) <- commands; flag <- flags do
+      s"refuse what $command --${flag.name} (${flag.kind.expected}) cannot take, in one line with exit 2" in {
+        for value <- wrong(flag.kind) do
+          val args = Seq(command, s"--${flag.name}=$value") ++ around(command, flag)
+          assertOneLine(args, mentioning = s"--${flag.name}")
+      }
+  }
+
+  "A flag's file that holds the wrong bytes" should {
+    // Past the check of its kind: the file is there, but what is in it is not what it should be.
+    val cases = Seq(
+      Seq("run", "--ca-file", garbage.toString),
+      Seq("run", "--client-ca", garbage.toString, "--client-ca-key", garbage.toString),
+      Seq("run", "--transport", "ssh", "--ssh-key", garbage.toString),
+      Seq("run", "--transport", "ssh", "--host-keys", "strict", "--known-hosts", garbage.toString),
+      Seq("run", "--transport", "ssh", "--host-keys", "accept-new", "--known-hosts", aFile.toString),
+      Seq("run", "--device-profile", "iot-telemetry", "--devices-csv", garbage.toString),
+      Seq("run", "--device-profile", garbage.toString),
+      Seq("run", "--config", garbage.toString),
+      Seq("controller", "--iot-tokens", garbage.toString),
+      Seq("controller", "--config", garbage.toString),
+      Seq("profile", "check", garbage.toString))
+    for args <- cases do
+      s"be refused in one line with exit 2: ${args.mkString(" ").replace(dir.toString, "DIR")}" in
+        assertOneLine(args ++ (if args.head == "run" then Seq("--duration", "1s", "--dashboard", "off") else Nil), mentioning = "")
+  }
+
+  "A config file's setting for a flag" should {
+    "be held to what the flag takes, naming file:line" in {
+      val file = Files.writeString(dir.resolve("fleet.conf"), "fleetsim {\n  fleet.devices = 0\n}\n")
+      assertOneLine(Seq("run", "--config", file.toString), mentioning = s"$file:2: fleetsim.fleet.devices: '0' is not a whole number")
+      Files.writeString(file, "fleetsim.controller.url = \"http://user:secret@127.0.0.1:99999\"\n")
+      val out = assertOneLine(Seq("run", "--config", file.toString), mentioning = s"$file:1: fleetsim.controller.url")
+      assert(!out.contains("secret"), s"the password is in the error: $out")
+    }
+  }
+
+  /** Runs `args` and checks the way a user would: exit 2, one line naming `mentioning` (and a hint
+    * to --help), no stack trace. Returns what was printed.
+    */
+  private def assertOneLine(args: Seq[String], mentioning: String): String =
+    val (code, out, err) = runMain(args)
+    val shown = s"./fleetsim ${args.mkString(" ")}\nexit $code\nstdout: $out\nstderr: $err"
+    val lines = err.linesIterator.filter(_.nonEmpty).toList
+    assert(code == 2, shown)
+    assert(lines.nonEmpty && lines.head.startsWith("fleetsim: ") && lines.head.contains(mentioning), shown)
+    assert(lines.size <= 2 && lines.drop(1).forall(_.startsWith("Try './fleetsim")), shown)
+    assert(!Trace.exists(t => (out + err).contains(t)), shown)
+    err
+
+object BadInputSpec:
+  private val Trace = Seq("Exception", "\tat ", "Caused by")
+
+  /** Main.run with its output captured; a run that wrongly gets going is cut off after a minute. */
+  private def runMain(args: Seq[String]): (Int, String, String) =
+    val out = ByteArrayOutputStream()
+    val err = ByteArrayOutputStream()
+    val code = CompletableFuture.supplyAsync(() => Main.run(args.toList, PrintStream(out, true, UTF_8), PrintStream(err, true, UTF_8)))
+    try (code.get(60, TimeUnit.SECONDS), out.toString(UTF_8), err.toString(UTF_8))
+    catch case e: java.util.concurrent.ExecutionException => (-1, out.toString(UTF_8), err.toString(UTF_8) + s"\nthrown: ${e.getCause}")
