@@ -20,7 +20,9 @@ import scala.concurrent.{Future, Promise}
 import scala.concurrent.duration.*
 import scala.util.{Failure, Try}
 
-/** Protocol v1 and the admin API over HTTP. Admin calls are answered only on loopback. */
+/** Protocol v1 and the admin API over HTTP. Admin calls are answered only to callers whose socket is on
+  * loopback, and change nothing for a browser page of another origin ([[Caller.adminRefusal]]).
+  */
 final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(using system: ActorSystem[?]):
   import ControllerRoutes.{*, given}
 
@@ -40,9 +42,9 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
 
   val route: Route =
     val all = concat(
-      pathPrefix("api" / "v1")(extractRequest(r => extractClientIP(ip => api(tunnelled(r), ip.toOption.fold("")(_.getHostAddress))))),
+      pathPrefix("api" / "v1")(extractRequest(r => api(tunnelled(r), Caller.address(r).fold("")(_.getHostAddress)))),
       dialects.route,
-      pathPrefix("admin")(loopbackOnly(admin)))
+      pathPrefix("admin")(adminsOnly(admin)))
     if settings.clientCertsRequired then clientSubject(all) else all // the plain path as it was
 
   /** Notes the subject of the client's certificate (present with --client-certs-required). */
@@ -253,10 +255,12 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
         })
     })
 
-  private def loopbackOnly(inner: Route): Route =
-    extractClientIP { ip =>
-      if ip.toOption.exists(_.isLoopbackAddress) then inner
-      else complete(StatusCodes.Forbidden, "the admin API answers only on loopback")
+  /** Loopback callers by their socket, not through a tunnel, and no writes from a browser page of another origin. */
+  private def adminsOnly(inner: Route): Route =
+    extractRequest { request =>
+      Caller.adminRefusal(request, tunnelled(request)) match
+        case Some(why) => complete(StatusCodes.Forbidden, why)
+        case None => inner
     }
 
 object ControllerRoutes:
