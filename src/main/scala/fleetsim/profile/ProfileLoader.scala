@@ -1,6 +1,5 @@
 package fleetsim.profile
 
-import com.github.plokhotnyuk.jsoniter_scala.core.{JsonReader, JsonReaderException, JsonValueCodec, JsonWriter, readFromString}
 import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
 import fleetsim.fleet.FleetSettings
@@ -180,23 +179,39 @@ object ProfileLoader:
 
     private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(Csv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
 
+    /** How each identity field stands in when a JSON body is checked ([[JsonBody]]): `number` as a
+      * number, `mac` as text, a constant as itself, a pick or CSV column as the value of it most
+      * likely to break the body, a field built from others as it renders from theirs.
+      */
+    private val identitySamples = mutable.LinkedHashMap.empty[String, String]
+
     /** Identity fields as a device's number renders them, with a random stable per device: the
       * profile's, and an MQTT device's clientId.
       */
     private val ownFields: Map[String, Variable[IdentityScope]] =
       val fields = mutable.LinkedHashMap.empty[String, Variable[IdentityScope]]
       fields("number") = (s, out) => out.append(s.number)
+      identitySamples("number") = JsonBody.Number
       fields("mac") = (s, out) => context.fleet.appendMac(s.number, out)
-      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex do fields(column) = (s, out) => out.append(c.rows(s.number)(i))
-      for (k, v) <- constants do fields(k) = (_, out) => out.append(v)
+      identitySamples("mac") = JsonBody.Text
+      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex do
+        fields(column) = (s, out) => out.append(c.rows(s.number)(i))
+        identitySamples(column) = JsonBody.sampleOf(c.rows.map(_(i)))
+      for (k, v) <- constants do
+        fields(k) = (_, out) => out.append(v)
+        identitySamples(k) = v
       if root.hasPath("identity") then
         val block = obj(root, "identity", "identity")
         for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
           fields(key) = identityField(key, block.get(key), fields.toMap)
+          identitySamples(key) = block.get(key) match
+            case o: ConfigObject => JsonBody.sampleOf(o.toConfig.getObject("pick").keySet.asScala.toSeq.sorted)
+            case v => JsonBody.sample(String.valueOf(v.unwrapped), identitySamples.toMap, Escape.None)
       if mqtt then
         val (text, at) = if root.hasPath("mqtt.client-id") then (string(root, "mqtt.client-id"), root.getValue("mqtt.client-id")) else ("{{mac}}", root.root)
         val template = compile[IdentityScope](text, at, fields.toMap, Escape.None, "mqtt.client-id")
         fields("clientId") = (s, out) => template.render(s, out)
+        identitySamples("clientId") = JsonBody.sample(text, identitySamples.toMap, Escape.None)
       fields.toMap
 
     /** Identity fields, as a call's templates read them. */
@@ -367,6 +382,9 @@ object ProfileLoader:
       "state" -> ((s, out) => out.append(s.device.state.toString)),
       "sshKey" -> { val key = context.sshKey.getOrElse(""); (_, out) => out.append(key) })
 
+    /** The per-call values that render as numbers; the others are texts. */
+    private val perCallNumbers = Set("seq", "uptimeS", "nowMs")
+
     private def compile[S <: Scope](text: String, at: ConfigValue, variables: Map[String, Variable[S]], escape: Escape, what: String): Template[S] =
       Template.compile[S](text, variables.get, escape, slots, variables.keys).fold(e => fail(at, s"$what: $e"), t => t)
 
@@ -417,8 +435,9 @@ object ProfileLoader:
       bodies.headOption.map {
         case "json" =>
           val text = string(c, "json")
-          checkJson(text, c.getValue("json"), what)
-          (compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json"), "application/json")
+          val template = compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json")
+          checkJson(text, c.getValue("json"), callSamples, Escape.Json, what)
+          (template, "application/json")
         case "text" => (compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text"), "text/plain; charset=utf-8")
         case _ =>
           val form = obj(c, "form", s"$what.form")
@@ -492,11 +511,15 @@ object ProfileLoader:
         at = m.end
       (out ++= java.net.URLEncoder.encode(text.substring(at), UTF_8)).toString
 
-    /** A JSON body must be JSON whatever its values: each {{...}} stands in as 0 to check it. */
-    private def checkJson(text: String, at: ConfigValue, what: String): Unit =
-      val probe = Interpolation.matcher(text).replaceAll("0")
-      try readFromString[Unit](probe)(using AnyJson)
-      catch case e: JsonReaderException => fail(at, s"$what is not JSON (with each {{...}} as 0): ${e.getMessage.takeWhile(_ != '\n')}")
+    /** A JSON body must be JSON whatever its values: checked as strict JSON with each {{...}} rendered as its type. */
+    private def checkJson(text: String, at: ConfigValue, samples: Map[String, String], escape: Escape, what: String): Unit =
+      JsonBody.check(text, samples, escape).foreach(problem => fail(at, s"$what json body is not JSON after rendering $problem"))
+
+    /** How each variable a call's template may name stands in when its JSON body is checked. */
+    private def callSamples: Map[String, String] =
+      declared.view.mapValues(d => if d.slot.number then JsonBody.Number else JsonBody.Text).toMap ++
+        perCall.keys.map(k => k -> (if perCallNumbers(k) then JsonBody.Number else JsonBody.Text)) ++
+        identitySamples
 
     // Registers: the device's three per message, then numbers, then walks. Numbers were numbered -1, -2, ...
     // while they were declared; `resolved` gives each its place once all are known.
@@ -542,6 +565,7 @@ object ProfileLoader:
         val wc = w.toConfig
         if !wc.hasPath("topic") then fail(w, "mqtt.will has no topic: like will { topic = \"devices/{{clientId}}/status\", text = \"offline\" }")
         val payload = Seq("text", "json").find(wc.hasPath).map(k => compile[IdentityScope](string(wc, k), wc.getValue(k), ownFields, Escape.None, s"mqtt.will.$k"))
+        if wc.hasPath("json") then checkJson(string(wc, "json"), wc.getValue("json"), identitySamples.toMap, Escape.None, "mqtt.will")
         (compile[IdentityScope](string(wc, "topic"), wc.getValue("topic"), ownFields, Escape.None, "mqtt.will.topic"), payload,
           qosOf(wc, "qos", "mqtt.will", 1), wc.hasPath("retain") && boolean(wc, "retain", "mqtt.will"))
       }
@@ -645,12 +669,6 @@ object ProfileLoader:
         mqttSession)
 
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
-
-  /** Reads any JSON value and throws it away: for checking that a body is JSON. */
-  private val AnyJson: JsonValueCodec[Unit] = new JsonValueCodec[Unit]:
-    def decodeValue(in: JsonReader, default: Unit): Unit = in.skip()
-    def encodeValue(x: Unit, out: JsonWriter): Unit = ()
-    val nullValue: Unit = ()
 
 /** The identity fields' view of a device: its number, and a random that is the same every time
   * for that device, so that what it picks it keeps.

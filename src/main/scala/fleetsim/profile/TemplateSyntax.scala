@@ -17,8 +17,11 @@ private[profile] object Expr:
   final case class Call(name: String, args: Vector[Expr], from: Int, to: Int) extends Expr
   final case class Concat(parts: Vector[Expr], from: Int, to: Int) extends Expr
 
-/** A template as written: literal text around each interpolation (one more literal than expressions). */
-private[profile] final case class Parsed(literals: Vector[String], expressions: Vector[Expr])
+/** A template as written: literal text around each interpolation (one more literal than expressions).
+  *
+  * @param places where each interpolation stands in the text, from its `{{` to just after its `}}`
+  */
+private[profile] final case class Parsed(literals: Vector[String], expressions: Vector[Expr], places: Vector[(Int, Int)])
 
 /** Reads a template's text:
   * {{{
@@ -35,6 +38,7 @@ private[profile] final class TemplateSyntax(text: String):
   def parse(): Parsed =
     val literals = Vector.newBuilder[String]
     val expressions = Vector.newBuilder[Expr]
+    val places = Vector.newBuilder[(Int, Int)]
     var literalStart = 0
     open = text.indexOf("{{")
     while open >= 0 do
@@ -46,10 +50,11 @@ private[profile] final class TemplateSyntax(text: String):
       skipSpace()
       if !text.startsWith("}}", pos) then fail(s"expected + or }} at ${where(pos)}, got '${peek()}'")
       pos += 2
+      places += open -> pos
       literalStart = pos
       open = text.indexOf("{{", pos)
     literals += text.substring(literalStart)
-    Parsed(literals.result(), expressions.result())
+    Parsed(literals.result(), expressions.result(), places.result())
 
   /** "column 12", or "line 3, column 12" in a template of several lines. */
   def where(offset: Int): String =

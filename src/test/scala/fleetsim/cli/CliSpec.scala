@@ -180,6 +180,14 @@ class CliSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "fleetsim profile check" should {
+    "refuse a JSON body that is not JSON once rendered with exit 2, one line naming file:line and the placeholder, no stack trace" in {
+      val file = Files.writeString(tempDir().resolve("mac.conf"), "name = \"mine\"\njoin {\n  path = \"/register\"\n  json = \"\"\"{\"mac\":{{mac}}}\"\"\"\n}\n")
+      assertUsageError(fleetsim("profile", "check", file.toString),
+        s"fleetsim: $file:4: join json body is not JSON after rendering (expected value at column 8): quote a text placeholder: \"{{mac}}\"")
+    }
+  }
+
   "fleetsim node" should {
     "refuse a way of finding the other nodes it cannot use, with exit 2 and one line" in {
       assertUsageError(fleetsim("node", "--discovery", "zookeeper"), "--discovery: 'zookeeper' is not one of kubernetes-api, pekko-dns, config")

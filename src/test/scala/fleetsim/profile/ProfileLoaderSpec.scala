@@ -93,6 +93,14 @@ class ProfileLoaderSpec extends AnyWordSpec:
       assert(out.contains("message kinds join, beat, update"))
       assert(out.contains("Authorization: Bearer "))
     }
+    "pass a JSON body whose numbers stand bare: counters, kept numbers, random numbers, picks of numbers or booleans" in {
+      val numbers = good.replace("interval = 10s", "interval = 10s\n    json = \"\"\"{\"mac\":\"{{ upper(mac) }}\",\"n\":{{number}}," +
+        "\"seq\":{{seq}},\"v\":{{version}},\"cpu\":{{ randomInt(-5, 99) }},\"t\":{{ walk(20, 0, 40, 0.5) }},\"f\":{{ randomFloat(0, 1) }}," +
+        "\"ch\":{{ pick(1, 6, 11) }},\"on\":{{ pick('true', 'false') }},\"raw\":[{{ '1,2' }}]}\"\"\"")
+      val (code, out, err) = fleetsim("profile", "check", write("numbers.conf", numbers).toString)
+      assert(code == 0, err)
+      assert(out.contains("{\"mac\":\"02:00:00:00:00:01\",\"n\":1,\"seq\":1,\"v\":0,\"cpu\":"), out)
+    }
     "show a built-in profile's text, and name the built-ins for a typo" in {
       val (code, out, _) = fleetsim("profile", "show", "ap-agent")
       assert(code == 0 && out.contains("hmacSha256(secret"))
@@ -117,6 +125,19 @@ class ProfileLoaderSpec extends AnyWordSpec:
         "'token' is read from a reply", "give it a default")
     "refuse a JSON body that is not JSON" in
       refused("{\"mac\":\"{{mac}}\"}", "{\"mac\":\"{{mac}}\"", 4, "is not JSON")
+    "refuse a JSON body that a lax parser would take, or that is JSON only if its text values render as numbers" in {
+      val body = "{\"mac\":\"{{mac}}\"}"
+      val notJson = "join json body is not JSON after rendering"
+      refused(body, "{'a':1}", 4, notJson, "(expected '\"' at column 2)", "double quotes, not single")
+      refused(body, "{a:1}", 4, notJson, "(expected '\"' at column 2)", "write each key in double quotes: \"a\"")
+      refused(body, "[1,2,]", 4, notJson, "(expected value at column 6)", "remove the comma before ]")
+      refused(body, "NaN", 4, notJson, "(expected value at column 1)", "JSON has no NaN or Infinity")
+      refused(body, "{\"mac\":{{mac}}}", 4, notJson, "(expected value at column 8)", "quote a text placeholder: \"{{mac}}\"")
+      // A pick renders each of its choices in turn: one text among numbers is enough to refuse it.
+      refused(body, "{\"band\":{{ pick(2, 5, 'six') }}}", 4, notJson, "quote a text placeholder: \"{{ pick(2, 5, 'six') }}\"")
+      refused("interval = 10s", "interval = 10s\n    json = \"\"\"{\"seq\":{{seq}},\"at\":{{nowIso}}}\"\"\"", 10,
+        "messages.beat json body is not JSON after rendering", "quote a text placeholder: \"{{nowIso}}\"")
+    }
     "refuse an unknown key, with a suggestion" in
       refused("interval = 10s", "intervall = 10s", 9, "unknown key 'intervall'", "did you mean interval?")
     "refuse a transport it cannot have, where it says it, before a run starts" in {
