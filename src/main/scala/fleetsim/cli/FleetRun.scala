@@ -36,6 +36,7 @@ final class FleetRun private (
   private val timeseries = Timeseries.create(settings.resultsDir)
   @volatile private var listeners = List.empty[Sample => Unit]
   @volatile private var finishing: Option[Future[Summary]] = None
+  @volatile private var hurried = false
 
   /** A run in one process: its devices' figures, live. */
   def metrics: FleetMetrics = devices match
@@ -96,10 +97,13 @@ final class FleetRun private (
     }
   }
 
+  /** Stops waiting for the calls in flight (Ctrl-C a second time): the summary counts them failed, interrupted. */
+  def hurry(): Unit = hurried = true
+
   /** Every call sent has been answered or has timed out, so sent = ok + forbidden + failed. */
   private def drained(deadline: Deadline): Future[Done] =
     devices.inFlight().flatMap { n =>
-      if n == 0 || deadline.isOverdue() then Future.successful(Done)
+      if n == 0 || deadline.isOverdue() || hurried then Future.successful(Done)
       else after(10.millis)(drained(deadline))
     }
 

@@ -8,10 +8,13 @@ import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector, SpawnProto
 
 import java.io.PrintStream
 import scala.concurrent.duration.*
-import scala.concurrent.{Await, ExecutionContext}
+import java.util.concurrent.atomic.AtomicInteger
+import scala.concurrent.{Await, ExecutionContext, Promise}
 
 /** `fleetsim run`: a fleet for a while, a status line every second, a summary at the end, also
-  * on Ctrl-C and SIGTERM (the summary is written in a coordinated-shutdown task).
+  * on Ctrl-C and SIGTERM (the summary is written in a coordinated-shutdown task). Ctrl-C waits for
+  * the calls in flight, up to the request timeout; Ctrl-C again writes the summary without waiting
+  * for them (they count as `interrupted`) and exits.
   */
 object RunCommand:
   val Flags: Seq[Flag] = Seq(
@@ -62,6 +65,20 @@ object RunCommand:
     val status = StatusLine(out, terminal = System.console() != null)
     run.onSample(status.print)
 
+    val summarized = Promise[Done]()
+    val interrupts = AtomicInteger()
+    onCtrlC { () =>
+      interrupts.incrementAndGet() match
+        case 1 =>
+          out.println(s"\nfleetsim: stopping: waiting up to ${(settings.http.requestTimeout + 1.second).toSeconds} s for the calls in flight; Ctrl-C again to stop now")
+          shutdown.run(CoordinatedShutdown.JvmExitReason)
+        case 2 =>
+          out.println("\nfleetsim: stopping now: the calls in flight count as interrupted")
+          run.hurry()
+          summarized.future.onComplete(_ => Runtime.getRuntime.halt(130))(using ExecutionContext.parasitic) // what is left closes with the process
+        case _ => Runtime.getRuntime.halt(130)
+    }
+
     shutdown.addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind, "fleet-summary") { () =>
       val reason = shutdown.shutdownReason() match
         case Some(DurationReached) => "duration reached"
@@ -71,10 +88,19 @@ object RunCommand:
         out.println(Summary.render(summary))
         out.println(s"fleetsim: summary.json and report.html written to ${settings.resultsDir}")
         out.flush()
+        summarized.trySuccess(Done)
         Done
       }(using io)
     }
     // Only once the summary is sure to be written on the way out.
     fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
     Await.result(system.whenTerminated, Duration.Inf)
-    0
+    if interrupts.get > 0 then 130 else 0 // as a shell reports a program Ctrl-C ended
+
+  /** Runs `handler` on each Ctrl-C (SIGINT) instead of the JVM's exit, unless SIGINT is ignored
+    * (a background job's), which it leaves so.
+    */
+  private def onCtrlC(handler: () => Unit): Unit =
+    val int = sun.misc.Signal("INT")
+    val before = sun.misc.Signal.handle(int, _ => handler())
+    if before == sun.misc.SignalHandler.SIG_IGN then sun.misc.Signal.handle(int, before)

@@ -53,6 +53,18 @@ object Summary:
   /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without tunnels)
     * are taken before the devices stopped.
     */
+  /** A kind's counts. Calls still unanswered when the summary is taken (the run was stopped without
+    * waiting for them: Ctrl-C twice) count as failed, `interrupted`, so that sent = ok + 403 + failed.
+    */
+  private def counts(k: KindSnapshot): MessageCounts =
+    val unanswered = (k.sent - k.ok - k.forbidden - k.failed).max(0)
+    val known = failures(k.failures)
+    MessageCounts(k.sent, k.ok, k.forbidden, k.failed + unanswered,
+      if unanswered == 0 then known else known + (Interrupted -> (known.getOrElse(Interrupted, 0L) + unanswered)))
+
+  /** The reason of calls a run did not wait for. */
+  val Interrupted = "interrupted"
+
   def of(
       run: RunInfo,
       target: Int,
@@ -66,7 +78,7 @@ object Summary:
     Summary(
       run,
       DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
-      byKind(k => MessageCounts(k.sent, k.ok, k.forbidden, k.failed, failures(k.failures))),
+      byKind(k => counts(k)),
       byKind(k => latencySummary(k.overall)),
       tunnelsUp.filter(_ => run.transport != "mqtt").map { up =>
         val t = metrics.tunnels
