@@ -27,8 +27,8 @@ object Preflight:
     // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
     for file <- settings.tls.caFile do fleetsim.tls.Pem.certificates(file)
     for (cert, key) <- settings.tls.clientCa.zip(settings.tls.clientCaKey) do CertificateAuthority.load(cert, key)
-    for dir <- settings.tls.clientCerts do
-      Await.result(DeviceCertificates.folder(dir, settings.tls.clientCertsName).forDevice(0, settings.profile.identityName(0)), 30.seconds)
+    for dir <- settings.tls.clientCerts do // every device's files, not device 0's: one missing fails that device all run long
+      DeviceCertificates.checkFolder(dir, settings.tls.clientCertsName, settings.fleet.devices, settings.profile.identityName)
     for addresses <- settings.sourceIps; address <- addresses.samples.take(64) do
       val socket = Socket()
       try socket.bind(InetSocketAddress(address, 0))

@@ -3,10 +3,9 @@ package fleetsim.tls
 import fleetsim.transport.{FailureReason, Replies, TlsClient}
 
 import java.security.cert.X509Certificate
-import java.util.concurrent.ConcurrentHashMap
 import javax.net.ssl.{SSLContext, SSLEngine, SSLSocket}
 import scala.concurrent.{ExecutionContext, Future}
-import scala.util.{Failure, Success}
+import scala.util.Success
 
 /** The fleet's side of TLS: every connection checks the server as `trust` says and, with
   * `certificates`, each device presents its own. A device with a certificate keeps a TLS context of
@@ -22,18 +21,17 @@ final class FleetTls(host: String, port: Int, trust: Trust, certificates: Option
     extends TlsClient:
   private val trustManagers = TlsContexts.trustManagers(trust)
   private val shared = TlsContexts.client(trustManagers, None)
-  private val own = ConcurrentHashMap[Int, Future[SSLContext]]()
+  private val own = certificates.map(PerDevice(_, names, m => TlsContexts.client(trustManagers, Some(m))))
 
   def perDevice: Boolean = certificates.isDefined
 
-  def engine(device: Int): Future[SSLEngine] = certificates match
+  def engine(device: Int): Future[SSLEngine] = own match
     case None => Future.successful(engineOf(shared))
-    case Some(source) =>
-      val context = own.computeIfAbsent(device, n => source.forDevice(n, names(n)).map(m => TlsContexts.client(trustManagers, Some(m))))
+    case Some(contexts) =>
+      val context = contexts(device)
       context.value match
         case Some(Success(ready)) => Future.successful(engineOf(ready))
-        case Some(Failure(_)) => own.remove(device, context); context.map(engineOf) // tried again on the next connection
-        case None => context.map(engineOf)
+        case _ => context.map(engineOf) // a failure is a KnownFailure: certificateUnusable
 
   private def engineOf(context: SSLContext): SSLEngine = TlsContexts.clientEngine(context, host, port, verifyHostname = trust != Trust.Insecure, protocols)
 

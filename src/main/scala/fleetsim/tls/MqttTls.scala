@@ -2,7 +2,6 @@ package fleetsim.tls
 
 import com.hivemq.client.mqtt.MqttClientSslConfig
 
-import java.util.concurrent.ConcurrentHashMap
 import scala.concurrent.{ExecutionContext, Future}
 import scala.jdk.CollectionConverters.*
 
@@ -14,14 +13,10 @@ final class MqttTls(trust: Trust, certificates: Option[DeviceCertificates], name
     ExecutionContext):
   private val trustManagers = TlsContexts.trustManagerFactory(trust)
   private val shared = config(None)
-  private val own = ConcurrentHashMap[Int, Future[MqttClientSslConfig]]()
+  private val own = certificates.map(PerDevice(_, names, m => config(Some(m))))
 
-  def forDevice(device: Int): Future[MqttClientSslConfig] = certificates match
-    case None => Future.successful(shared)
-    case Some(source) =>
-      val made = own.computeIfAbsent(device, n => source.forDevice(n, names(n)).map(m => config(Some(m))))
-      if made.value.exists(_.isFailure) then own.remove(device, made) // tried again on the next connection
-      made
+  /** Fails as a KnownFailure (certificateUnusable) when the device's certificate cannot be had. */
+  def forDevice(device: Int): Future[MqttClientSslConfig] = own.fold(Future.successful(shared))(_(device))
 
   private def config(identity: Option[KeyMaterial]): MqttClientSslConfig =
     val builder = MqttClientSslConfig.builder().trustManagerFactory(trustManagers).protocols(protocols.asJava)

@@ -96,10 +96,20 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   private def place(device: Int, call: Call): Unit =
     val taken = mode match
       case ConnectionMode.Shared => placeShared(call)
-      case ConnectionMode.PerDevice =>
-        own.compute(device, (_, current) => if current != null && current.isOpen then current else open(device)).offer(call)
-      case ConnectionMode.PerCall => connection(device, oneCall = true).offer(call)
+      case ConnectionMode.PerDevice => placeOn(deviceConnection(device), call)
+      case ConnectionMode.PerCall => placeOn(connection(device, oneCall = true), call)
     if !taken then call.reply.trySuccess(PipelinedConnection.Overloaded)
+
+  /** A device's call on its connection. A connection that failed before it could take the call
+    * (the device's certificate could not be read, the connect was refused) fails it as it failed:
+    * nothing was in flight, so it was not overloaded.
+    */
+  private def placeOn(connection: PipelinedConnection, call: Call): Boolean =
+    connection.offer(call) || (connection.failedAs match
+      case Some(reason) =>
+        call.reply.trySuccess(Reply.Failed(reason))
+        true
+      case None => false)
 
   private def placeShared(call: Call): Boolean =
     val first = next.getAndIncrement()
@@ -131,11 +141,21 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
         fresh.close()
         shared.get(slot)
 
-  /** A device's own connection; forgotten once it closes, so idle devices hold nothing. */
-  private def open(device: Int): PipelinedConnection =
-    val opened = connection(device)
-    opened.finished.onComplete(_ => own.remove(device, opened))(using ExecutionContext.parasitic)
-    opened
+  /** A device's own connection, opened if it has none open; forgotten once it closes, so idle
+    * devices hold nothing. It is forgotten by a callback registered once compute() has returned: a
+    * connection that has already ended runs it at once, and a remove() from inside compute() is
+    * ConcurrentHashMap's IllegalStateException "Recursive update".
+    */
+  private def deviceConnection(device: Int): PipelinedConnection =
+    var opened: PipelinedConnection = null
+    val kept = own.compute(device, (_, current) => {
+      if current != null && current.isOpen then current
+      else
+        opened = connection(device)
+        opened
+    })
+    if opened != null then opened.finished.onComplete(_ => own.remove(device, opened))(using ExecutionContext.parasitic)
+    kept
 
   /** A new connection for `device` (a shared slot's number, for shared ones); what it leaves unanswered is placed again. */
   private def connection(device: Int, oneCall: Boolean = false): PipelinedConnection =

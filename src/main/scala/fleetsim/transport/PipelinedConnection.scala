@@ -48,6 +48,7 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   private var lastResponseRead = false // guarded by this: the server reads nothing behind it
   private var lastActive = System.nanoTime() // guarded by this
   @volatile private var written = 0L // requests handed to the stream; only offer writes it
+  private var failure: Option[FailureReason] = None // guarded by this: why it ended, when it ended failing
 
   private val ((requests, switch), done) = Source
     .queue[ByteString](depth)
@@ -57,13 +58,18 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     .via(Http1.ResponseParser(limits, oneCall, () => lastResponse(), () => written))
     .toMat(Sink.foreach(answer))(Keep.both)
     .run()
+  if idles then deadlines.opened(this) // before closed() can run: a connection that ended at once must not stay listed
   done.onComplete(closed)(using ExecutionContext.parasitic)
-  if idles then deadlines.opened(this)
 
   /** Completes when the connection has closed, for any reason. */
   def finished: Future[Done] = done.transform(_ => Success(Done))(using ExecutionContext.parasitic)
 
   def isOpen: Boolean = synchronized(!closing)
+
+  /** Why the connection ended, once it has ended failing (a certificate that could not be had, a
+    * refused connect, a broken reply); None while it is open, or when it closed cleanly.
+    */
+  def failedAs: Option[FailureReason] = synchronized(failure)
 
   /** Writes a call rendered by [[Http1.Renderer]]; false when the connection is full or closing:
     * the caller tries another.
@@ -143,6 +149,8 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     deadlines.closed(this)
     val (left, reused, announced, ours) = synchronized {
       closing = true
+      // With closing, so that an offer this refuses finds why.
+      failure = why.orElse(result.failed.toOption.map(Replies.reason))
       (Iterator.continually(calls.poll()).takeWhile(_ != null).toList, answered > 0, lastResponseRead, why)
     }
     // A reply that broke off or broke the rules fails the call it answers; the calls behind it were never answered.

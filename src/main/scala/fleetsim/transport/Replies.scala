@@ -21,11 +21,15 @@ object Replies:
   private val Refusals = Seq("bad_certificate", "unknown_ca", "certificate_required", "certificate_unknown", "access_denied",
     "unsupported_certificate", "certificate_revoked", "certificate_expired")
 
-  /** Why a TLS connection failed, in a device's terms; None when `e` is no TLS failure. */
+  /** Why a TLS connection failed or could not start (a [[KnownFailure]]: the device's certificate
+    * could not be had), in a device's terms; None when `e` is no TLS failure.
+    */
   def tlsReason(e: Throwable): Option[FailureReason] =
     val chain = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).toSeq
     def says(t: Throwable, words: String) = Option(t.getMessage).exists(_.contains(words))
-    if !chain.exists(_.isInstanceOf[SSLException]) then None
+    val known = chain.collectFirst { case k: KnownFailure => k.reason }
+    if known.isDefined then known
+    else if !chain.exists(_.isInstanceOf[SSLException]) then None
     else if chain.exists(t => t.isInstanceOf[CertPathBuilderException] || t.isInstanceOf[CertPathValidatorException]) then
       Some(FailureReason.ServerUntrusted)
     else if chain.exists(t => t.isInstanceOf[CertificateException] && (says(t, "No subject alternative") || says(t, "No name matching"))) then

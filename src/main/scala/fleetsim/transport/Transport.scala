@@ -64,6 +64,10 @@ enum FailureReason(val key: String):
   case TlsHandshakeFailed extends FailureReason("tlsHandshakeFailed")
   /** The server refused the device's client certificate, or asked for one the device did not have. */
   case CertificateRejected extends FailureReason("certificateRejected")
+  /** Not sent: the device's own certificate could not be had — its files in --client-certs missing,
+    * unreadable, corrupt, not of one pair or out of date, or not issued — so it opened no connection.
+    * Its next connection tries again. */
+  case CertificateUnusable extends FailureReason("certificateUnusable")
   /** The server's certificate does not chain to a trusted CA (the system's, or --ca-file's). */
   case ServerUntrusted extends FailureReason("serverUntrusted")
   /** The server's certificate is trusted but names neither the host nor the IP address the device called. */
@@ -83,6 +87,11 @@ enum FailureReason(val key: String):
   /** Not sent: this cluster node's process had stopped for a while, and its devices wait until it
     * knows it is still a member ([[HeldBack]]). */
   case HeldBack extends FailureReason("heldBack")
+
+/** A failure whose reason is known where it happens (a device's certificate that cannot be read,
+  * say), for a transport to count as `reason`: a user's file, not a bug, so it has no stack trace.
+  */
+final class KnownFailure(val reason: FailureReason, message: String) extends RuntimeException(message, null, false, false)
 
 /** Where a device's tunnel goes: an SSH server's address. */
 final case class SshEndpoint(host: String, port: Int)

@@ -2,6 +2,7 @@ package fleetsim.cli
 
 import fleetsim.e2e.Output
 import fleetsim.report.Summary
+import fleetsim.tls.{CertificateAuthority, DeviceCertificates, Pem}
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
@@ -114,6 +115,35 @@ class CliSpec extends AnyWordSpec with Eventually:
       assert(summary.run.transport == "ssh")
       assert(summary.tunnels.get.opened == 20 && summary.tunnels.get.upAtEnd == 20)
       assert(summary.controller.get.tunnelled("heartbeat") == summary.messages("heartbeat").ok)
+    }
+
+    "refuse, before the run, --client-certs that lack a usable certificate for any of its devices: exit 2, one line naming them" in {
+      val ca = CertificateAuthority.create("test CA")
+      val profile = RunSettings(com.typesafe.config.ConfigFactory.load()).profile
+      def file(n: Int) = DeviceCertificates.fileName("{mac}", n, profile.identityName(n))
+      /** A folder with a certificate and key for devices 0 until `devices`, as `spoil` leaves it. */
+      def folder(devices: Int)(spoil: Path => Unit = _ => ()): Path =
+        val dir = tempDir()
+        for n <- 0 until devices do
+          Pem.write(ca.issueClient(profile.identityName(n)), dir.resolve(s"${file(n)}.pem"), Some(dir.resolve(s"${file(n)}.key")))
+        spoil(dir)
+        dir
+      def refused(dir: Path, expected: String*): Unit =
+        val f = fleetsim("run", "--tls", "--client-certs-required", "--client-certs", dir.toString, "--devices", "5", "--dashboard", "off",
+          "--results", tempDir().toString)
+        assert(f.code == 2, f.err)
+        val lines = f.err.linesIterator.filter(_.nonEmpty).toList
+        assert(lines.size == 1 && lines.head.startsWith(s"fleetsim: --client-certs $dir: "), f.err)
+        expected.foreach(e => assert(lines.head.contains(e), f.err))
+        assert(!f.err.contains("Exception") && !f.err.contains("\tat "), f.err)
+        assert(!f.out.contains("devices against"), f.out) // no device started
+      refused(folder(3)(),
+        s"2 of 5 devices have no usable certificate: device 3 (${file(3)}.pem: missing), device 4 (${file(4)}.pem: missing); ",
+        "give devices 0..4 each a NAME.pem with NAME.key, or a NAME.p12", "or run fewer devices (--devices 3)", "or use --client-ca")
+      refused(folder(5)(dir => Files.copy(dir.resolve(s"${file(3)}.key"), dir.resolve(s"${file(2)}.key"), java.nio.file.StandardCopyOption.REPLACE_EXISTING)),
+        s"1 of 5 devices have no usable certificate: device 2 (${file(2)}.key: key does not match certificate);")
+      refused(folder(5)(dir => Files.writeString(dir.resolve(s"${file(1)}.pem"), "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU\n")),
+        s"1 of 5 devices have no usable certificate: device 1 (${file(1)}.pem: not PEM);")
     }
 
     "refuse up front a fleet that cannot fit the open-file limit" in {

@@ -97,6 +97,50 @@ class TlsEndToEndSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "fail the calls of a device whose certificate cannot be read as certificateUnusable, in a line of the log, and carry on once it can" in {
+      val c = config("fleetsim.controller { tls = on, client-certs-required = on }")
+      withSystem(c) {
+        withController(c) { controller =>
+          val ca = controller.tls.get.authority
+          val certs = Files.createDirectories(dir.resolve("certs-unusable"))
+          val profile = RunSettings(c).profile
+          def file(n: Int, ext: String) = certs.resolve(s"${DeviceCertificates.fileName("{mac}", n, profile.identityName(n))}.$ext")
+          def issue(n: Int) = Pem.write(ca.issueClient(profile.identityName(n)), file(n, "pem"), Some(file(n, "key")))
+          // The run is started here, not by the command line: no check before it, as if device 7's
+          // files went after it; device 9 has device 8's key.
+          for n <- 0 until Devices if n != 7 do issue(n)
+          Files.copy(file(8, "key"), file(9, "key"), java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+          val fleet = config(s"""
+            fleetsim.controller.url = "${controller.url}"
+            fleetsim.tls { ca-file = "${controller.tls.get.caFile}", client-certs = "$certs" }
+            """)
+          val (log, summary) = Stderr.during {
+            val run = Await.result(FleetRun.start(RunSettings(fleet)), 30.seconds)
+            def unusable = run.metrics.snapshot().byKind("join").failures(FailureReason.CertificateUnusable)
+            val checked = scala.util.Try {
+              eventually(assert(reporting(run) == Devices - 2))
+              eventually(assert(unusable >= 4)) // both keep trying, backing off
+              issue(7) // its files are back: its next connection reads them
+              eventually(assert(reporting(run) == Devices - 1))
+              assert(controller.counts.clientSubjects == Devices - 1)
+            }
+            val summary = Await.result(run.finish("test over"), 60.seconds)
+            checked.get
+            summary
+          }
+          val failures = summary.messages("join").failures
+          assert(failures.getOrElse(FailureReason.CertificateUnusable.key, 0L) >= 4, failures)
+          assert(!failures.contains(FailureReason.Overloaded.key) && !failures.contains(FailureReason.ProtocolError.key), failures)
+          // At most a line a second, each naming its device and what is wrong with its files.
+          val said = log.linesIterator.filter(_.contains("has no usable client certificate")).toSeq
+          assert(said.nonEmpty && said.forall(line =>
+            line.contains(s"device 7 has no usable client certificate ($certs: no ${file(7, "pem").getFileName}") ||
+              line.contains(s"device 9 has no usable client certificate (${file(9, "key")}: this key is not the one of the certificate")), log)
+          assert(!log.contains("Recursive update") && !log.contains("\tat ") && !log.contains("Exception"), log)
+        }
+      }
+    }
+
     "reconnect every device after the controller restarts" in {
       val c = config("fleetsim.controller.tls = on")
       withSystem(c) {

@@ -1,13 +1,25 @@
 package fleetsim.tls
 
-import fleetsim.e2e.Programs
-import fleetsim.transport.{FailureReason, Replies}
+import com.typesafe.config.ConfigFactory
+import fleetsim.e2e.{Programs, Stderr, withSystem}
+import fleetsim.transport.{ConnectionMode, Dialer, FailureReason, HttpSettings, HttpTransport, MessageKind, Replies, Reply, Request}
+import org.apache.pekko.actor.typed.ActorSystem
+import org.bouncycastle.asn1.x500.X500Name
+import org.bouncycastle.cert.jcajce.{JcaX509CertificateConverter, JcaX509v3CertificateBuilder}
+import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder
 import org.scalatest.wordspec.AnyWordSpec
 
+import java.math.BigInteger
 import java.net.InetSocketAddress
 import java.nio.file.{Files, Path}
+import java.security.KeyPair
+import java.security.cert.X509Certificate
+import java.time.{Duration, Instant}
+import java.util.Date
 import java.util.concurrent.{CompletableFuture, TimeUnit}
 import javax.net.ssl.{SSLServerSocket, SSLSocket}
+import scala.concurrent.duration.*
+import scala.concurrent.{Await, Future}
 import scala.jdk.CollectionConverters.*
 import scala.util.Try
 
@@ -21,7 +33,7 @@ class TlsSpec extends AnyWordSpec:
   /** A TLS server on 127.0.0.1 that says one byte on each connection and closes it: the client
     * writes nothing, so no unread byte turns the server's alert into a reset.
     */
-  private final class Server(identity: KeyMaterial, clientCa: Option[java.security.cert.X509Certificate]):
+  private final class Server(identity: KeyMaterial, clientCa: Option[X509Certificate]):
     private val context = TlsContexts.server(identity, clientCa)
     private val socket = context.getServerSocketFactory.createServerSocket().asInstanceOf[SSLServerSocket]
     socket.bind(InetSocketAddress("127.0.0.1", 0))
@@ -50,7 +62,14 @@ class TlsSpec extends AnyWordSpec:
     catch case e: Exception => Some(Replies.tlsReason(e).getOrElse(FailureReason.ProtocolError))
     finally socket.close()
 
-  private def withServer(identity: KeyMaterial, clientCa: Option[java.security.cert.X509Certificate] = None)(test: Int => Unit): Unit =
+  /** A certificate that `keys` signs for itself, valid from `from` to `to`. */
+  private def selfSigned(keys: KeyPair, commonName: String, from: Instant, to: Instant): X509Certificate =
+    val subject = X500Name(s"CN=$commonName")
+    val signer = JcaContentSignerBuilder(if keys.getPrivate.getAlgorithm == "RSA" then "SHA256withRSA" else "SHA256withECDSA").build(keys.getPrivate)
+    JcaX509CertificateConverter().getCertificate(
+      JcaX509v3CertificateBuilder(subject, BigInteger.valueOf(System.nanoTime()), Date.from(from), Date.from(to), subject, keys.getPublic).build(signer))
+
+  private def withServer(identity: KeyMaterial, clientCa: Option[X509Certificate] = None)(test: Int => Unit): Unit =
     val server = Server(identity, clientCa)
     try test(server.port) finally server.close()
 
@@ -147,5 +166,91 @@ class TlsSpec extends AnyWordSpec:
       val notCa = intercept[TlsFileError](CertificateAuthority.load(dir.resolve("leaf.pem"), dir.resolve("leaf.key")))
       assert(notCa.getMessage.contains("not a CA certificate"))
       assert(!Seq(locked, mismatch, notCa).exists(_.getMessage.contains("\n")))
+    }
+  }
+
+  "a folder of device certificates (--client-certs)" should {
+    val folder = Files.createDirectories(dir.resolve("devices"))
+    def name(n: Int) = f"02:00:00:00:00:$n%02x"
+    def file(n: Int, ext: String) = folder.resolve(s"${DeviceCertificates.fileName("{mac}", n, name(n))}.$ext")
+    def issue(n: Int) = Pem.write(ca.issueClient(name(n)), file(n, "pem"), Some(file(n, "key")))
+    /** A certificate for `n` valid only from `from` to `to` (a CA issues for now). */
+    def dated(n: Int, from: Instant, to: Instant): Unit =
+      val keys = CertificateAuthority.ecKeys()
+      Pem.write(KeyMaterial(keys.getPrivate, Seq(selfSigned(keys, name(n), from, to))), file(n, "pem"), Some(file(n, "key")))
+    val now = Instant.now
+    Seq(0, 1, 4, 5, 9).foreach(issue)
+    issue(3); Files.delete(file(3, "key"))
+    Files.copy(file(0, "key"), file(4, "key"), java.nio.file.StandardCopyOption.REPLACE_EXISTING) // device 0's key: not device 4's pair
+    val pem = Files.readString(file(5, "pem"))
+    Files.writeString(file(5, "pem"), pem.substring(0, pem.length / 2) + "!!" + pem.substring(pem.length / 2)) // corrupt in the middle
+    dated(6, now.minus(Duration.ofDays(30)), now.minus(Duration.ofDays(1)))
+    dated(7, now.plus(Duration.ofDays(1)), now.plus(Duration.ofDays(30)))
+    Files.writeString(file(8, "pem"), "hello\n"); Files.copy(file(0, "key"), file(8, "key"))
+
+    "say of each device's files why they cannot be used, naming the file" in {
+      def fault(n: Int) =
+        val e = intercept[TlsFileError](DeviceCertificates.read(folder, DeviceCertificates.fileName("{mac}", n, name(n)), now))
+        assert(!e.getMessage.contains("\n"))
+        e.file.get.getFileName.toString -> e.why
+      assert(DeviceCertificates.read(folder, DeviceCertificates.fileName("{mac}", 0, name(0)), now).subject == s"CN=${name(0)}")
+      assert(fault(2) == ("02-00-00-00-00-02.pem" -> "missing"))
+      assert(fault(3) == ("02-00-00-00-00-03.key" -> "missing"))
+      assert(fault(4) == ("02-00-00-00-00-04.key" -> "key does not match certificate"))
+      assert(fault(5) == ("02-00-00-00-00-05.pem" -> "not PEM"))
+      assert(fault(6)._1 == "02-00-00-00-00-06.pem" && fault(6)._2.startsWith("certificate expired "))
+      assert(fault(7)._1 == "02-00-00-00-00-07.pem" && fault(7)._2.startsWith("certificate not valid until "))
+      assert(fault(8) == ("02-00-00-00-00-08.pem" -> "not PEM: no certificate in it"))
+    }
+
+    "be checked for every device a run has, refused in one line that counts them, names the first and says what to do" in {
+      val checked = DeviceCertificates.check(folder, "{mac}", 12, name, now)
+      assert(checked.unusable == 9) // 2 to 8, 10 and 11
+      assert(checked.first.map(_.device) == Seq(2, 3, 4))
+      val line = DeviceCertificates.refusal(folder, "{mac}", 12, checked).get
+      assert(line.startsWith(s"--client-certs $folder: 9 of 12 devices have no usable certificate: device 2 (02-00-00-00-00-02.pem: missing), " +
+        "device 3 (02-00-00-00-00-03.key: missing), device 4 (02-00-00-00-00-04.key: key does not match certificate), and 6 more; " +
+        "give devices 0..11 each a NAME.pem with NAME.key, or a NAME.p12"), line)
+      assert(line.endsWith("or run fewer devices (--devices 2), or use --client-ca and --client-ca-key to issue them at start"), line)
+      assert(!line.contains("\n"))
+      assert(DeviceCertificates.refusal(folder, "{mac}", 2, DeviceCertificates.check(folder, "{mac}", 2, name, now)).isEmpty)
+      assert(intercept[TlsFileError](DeviceCertificates.checkFolder(folder, "{mac}", 3, name)).getMessage.contains("1 of 3 devices"))
+    }
+
+    "match a key to its certificate by public key, EC and RSA alike" in {
+      val ec = ca.issueClient("a")
+      assert(Pem.matches(ec.key, ec.chain.head))
+      assert(!Pem.matches(ca.issueClient("b").key, ec.chain.head))
+      val rsa = java.security.KeyPairGenerator.getInstance("RSA")
+      rsa.initialize(2048)
+      val (one, two) = (rsa.generateKeyPair(), rsa.generateKeyPair())
+      val cert = selfSigned(one, "rsa", now, now.plus(Duration.ofDays(1)))
+      assert(Pem.matches(one.getPrivate, cert))
+      assert(!Pem.matches(two.getPrivate, cert))
+      assert(!Pem.matches(ec.key, cert))
+    }
+  }
+
+  "a device whose certificate cannot be had" should {
+    "fail each of its calls as certificateUnusable, without a stack trace, never as overloaded" in {
+      val config = ConfigFactory.load()
+      var replies = Seq.empty[Reply]
+      val (log, _) = Stderr.during {
+        withSystem(config) {
+          given scala.concurrent.ExecutionContext = summon[ActorSystem[?]].executionContext
+          // Failed already: the connection it would have ends before its call is placed, the
+          // likeliest way to run into the transport's own bookkeeping.
+          val none: DeviceCertificates = (n, _) => Future.failed(TlsFileError(s"device $n has none", None, "missing"))
+          val tls = FleetTls("127.0.0.1", 9, Trust.Insecure, Some(none), n => s"device-$n", TlsSettings.versions("any"))
+          val settings = HttpSettings(config)
+          val http = HttpTransport("127.0.0.1", 9, Dialer("127.0.0.1", 9, settings, Some(tls), None), ConnectionMode.PerDevice, settings, 200)
+          val join = Request(MessageKind("join", 0, periodic = false), "POST", "/join", Array.emptyByteArray, Array.emptyByteArray)
+          replies = Await.result(Future.sequence((0 until 200).flatMap(d => Seq.fill(3)(http.send(d, join)))), 30.seconds)
+          Await.result(http.close(), 10.seconds)
+        }
+      }
+      val counted = replies.groupBy(identity).view.mapValues(_.size).toMap
+      assert(counted == Map(Reply.Failed(FailureReason.CertificateUnusable) -> 600), counted)
+      assert(log.contains("has no usable client certificate (device ") && !log.contains("\tat ") && !log.contains("Recursive update"), log)
     }
   }
