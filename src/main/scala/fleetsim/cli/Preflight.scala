@@ -8,8 +8,6 @@ import fleetsim.transport.FailureReason
 
 import java.io.IOException
 import java.net.{InetSocketAddress, Socket, URI}
-import scala.concurrent.Await
-import scala.concurrent.duration.*
 
 /** What would make every device fail the same way, found once before any device starts: one line
   * that says what to do beats a million identical failures.
