@@ -8,7 +8,7 @@ import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntryResolver}
 import org.slf4j.LoggerFactory
 
 import java.net.SocketAddress
-import java.nio.file.Files
+import java.nio.file.{Files, Path}
 import java.security.PublicKey
 import java.util.concurrent.atomic.AtomicBoolean
 import scala.util.Try
@@ -30,19 +30,11 @@ object HostKeys:
     if settings.hostKeys == HostKeyMode.Insecure then Right(())
     else if Files.isDirectory(file) then Left(s"--known-hosts: $file is a folder, not a known_hosts file: $fix")
     else if Files.exists(file) then
-      // Every line a key: MINA skips a line it cannot parse, and a skipped pin would let accept-new pin another key.
-      fleetsim.TextFiles.utf8(file).left.map(problem => s"--known-hosts: $problem").flatMap { text =>
-        val unreadable = text.linesIterator.zipWithIndex.find { (line, _) =>
-          val entry = line.trim
-          entry.nonEmpty && !entry.startsWith("#") &&
-            Try(KnownHostEntry.parseKnownHostEntry(entry).getKeyEntry.resolvePublicKey(null, java.util.Map.of(), PublicKeyEntryResolver.FAILING)).isFailure
-        }
-        unreadable match
-          case Some((line, i)) => Left(s"--known-hosts: $file:${i + 1} is not a known_hosts line fleetsim can read ('${line.take(40)}'): $fix")
-          case None if settings.hostKeys == HostKeyMode.AcceptNew && !Files.isWritable(file) =>
-            Left(s"--known-hosts: $file cannot be written, so accept-new cannot pin new keys: $fix, or use --host-keys strict")
-          case None => Right(())
-      }
+      unreadable(file).map(problem => s"--known-hosts: $problem: $fix") match
+        case Some(problem) => Left(problem)
+        case None if settings.hostKeys == HostKeyMode.AcceptNew && !Files.isWritable(file) =>
+          Left(s"--known-hosts: $file cannot be written, so accept-new cannot pin new keys: $fix, or use --host-keys strict")
+        case None => Right(())
     else if settings.hostKeys == HostKeyMode.Strict then Right(()) // every key is refused, each saying where to add it
     else
       try
@@ -50,6 +42,24 @@ object HostKeys:
         Either.cond(Files.isWritable(Option(file.toAbsolutePath.getParent).getOrElse(file)), (),
           s"--known-hosts: the folder of $file cannot be written, so accept-new cannot pin keys: $fix")
       catch case e: java.io.IOException => Left(s"--known-hosts: cannot make the folder of $file (${e.getClass.getSimpleName}: ${e.getMessage}): $fix")
+
+  /** What keeps `file` from being read whole: not UTF-8, or a line that is not a key. MINA skips a
+    * line it cannot parse, and a pin skipped would let accept-new pin another key in its place.
+    */
+  private def unreadable(file: Path): Option[String] =
+    if !Files.exists(file) then None // nothing pinned yet: nothing to lose
+    else fleetsim.TextFiles.utf8(file) match
+      case Left(problem) => Some(problem)
+      case Right(text) =>
+        text.linesIterator.zipWithIndex.collectFirst {
+          case (line, i) if line.trim.nonEmpty && !line.trim.startsWith("#") && !Try(key(line.trim)).getOrElse(false) =>
+            s"$file:${i + 1} is not a known_hosts line fleetsim can read ('${line.take(40)}')"
+        }
+
+  /** Whether a known_hosts line holds a key, of the type it says. */
+  private def key(line: String): Boolean =
+    val entry = KnownHostEntry.parseKnownHostEntry(line).getKeyEntry
+    KeyUtils.getKeyType(entry.resolvePublicKey(null, java.util.Map.of(), PublicKeyEntryResolver.FAILING)) == entry.getKeyType
 
   def verifier(settings: SshSettings): ServerKeyVerifier = settings.hostKeys match
     case HostKeyMode.Insecure =>
@@ -78,9 +88,15 @@ object HostKeys:
           if mode == HostKeyMode.Strict then
             refuse(session, remote, s"it is not in ${settings.knownHosts} (host-keys = strict); add it there, or use --host-keys accept-new")
           else
-            // accept-new: a key is taken only once it is pinned; MINA's default would take it even if writing failed.
-            try
-              updateKnownHostsFile(session, remote, key, settings.knownHosts, java.util.List.of())
-              true
-            catch case e: Exception =>
-              refuse(session, remote, s"it could not be pinned in ${settings.knownHosts} (${e.getMessage}); fix that file, or name another with --known-hosts")
+            // accept-new. MINA reads the file leniently (a line it cannot parse is skipped, a file it
+            // cannot read is taken as empty), so the host may be "unknown" only because its pin was
+            // lost: read the whole file again before pinning. And a key is taken only once it is
+            // pinned; MINA's default would take it even if writing failed.
+            unreadable(settings.knownHosts) match
+              case Some(problem) => refuse(session, remote, s"$problem, so its pin may be lost; fix it, or name another with --known-hosts")
+              case None =>
+                try
+                  updateKnownHostsFile(session, remote, key, settings.knownHosts, java.util.List.of())
+                  true
+                catch case e: Exception =>
+                  refuse(session, remote, s"it could not be pinned in ${settings.knownHosts} (${e.getMessage}); fix that file, or name another with --known-hosts")
