@@ -100,16 +100,16 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
       case ConnectionMode.PerCall => placeOn(connection(device, oneCall = true), call)
     if !taken then call.reply.trySuccess(PipelinedConnection.Overloaded)
 
-  /** A device's call on its connection. A connection that failed before it could take the call
-    * (the device's certificate could not be read, the connect was refused) fails it as it failed:
-    * nothing was in flight, so it was not overloaded.
+  /** A device's call on its connection. A connection that ended before it could take the call
+    * (the device's certificate could not be read, the connect was refused) fails it as it failed,
+    * once it has said why: nothing was in flight, so it was not overloaded.
     */
   private def placeOn(connection: PipelinedConnection, call: Call): Boolean =
-    connection.offer(call) || (connection.failedAs match
-      case Some(reason) =>
-        call.reply.trySuccess(Reply.Failed(reason))
-        true
-      case None => false)
+    connection.offer(call) || !connection.isOpen && {
+      connection.finished.onComplete(_ =>
+        call.reply.trySuccess(connection.failedAs.fold(PipelinedConnection.Overloaded)(Reply.Failed(_))))(using ExecutionContext.parasitic)
+      true
+    }
 
   private def placeShared(call: Call): Boolean =
     val first = next.getAndIncrement()

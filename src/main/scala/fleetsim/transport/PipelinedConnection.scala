@@ -49,6 +49,7 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   private var lastActive = System.nanoTime() // guarded by this
   @volatile private var written = 0L // requests handed to the stream; only offer writes it
   private var failure: Option[FailureReason] = None // guarded by this: why it ended, when it ended failing
+  private val ended = Promise[Done]() // once closed() has said why, and placed or failed what was left
 
   private val ((requests, switch), done) = Source
     .queue[ByteString](depth)
@@ -61,8 +62,8 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   if idles then deadlines.opened(this) // before closed() can run: a connection that ended at once must not stay listed
   done.onComplete(closed)(using ExecutionContext.parasitic)
 
-  /** Completes when the connection has closed, for any reason. */
-  def finished: Future[Done] = done.transform(_ => Success(Done))(using ExecutionContext.parasitic)
+  /** Completes when the connection has closed, for any reason, and [[failedAs]] says which. */
+  def finished: Future[Done] = ended.future
 
   def isOpen: Boolean = synchronized(!closing)
 
@@ -84,8 +85,9 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
             lastActive = System.nanoTime()
             if calls.size == 1 then deadlines.watch(this)
             true
-          case _ =>
+          case _ => // the stream has ended: closed() is about to say why
             written -= 1
+            closing = true
             false
       }
     }
@@ -175,6 +177,7 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
           resend(call)
         else call.reply.trySuccess(Reply.Failed(reason))
     }
+    ended.trySuccess(Done)
 
 object PipelinedConnection:
   /** A call in flight: its request's bytes are kept, so that a connection that ends without

@@ -87,6 +87,16 @@ class BadInputSpec extends AnyWordSpec:
         assertOneLine(args ++ (if args.head == "run" then Seq("--duration", "1s", "--dashboard", "off") else Nil), mentioning = "")
   }
 
+  "A run's other mistakes" should {
+    "name a bind address the machine does not have, not a port in use" in
+      // 192.0.2.1 is TEST-NET-1: no machine has it, and nothing is sent to it.
+      assertOneLine(Seq("run", "--dashboard-host", "192.0.2.1", "--duration", "1s", "--results", dir.resolve("results").toString),
+        mentioning = "cannot listen on 192.0.2.1 (dashboard): this machine has no such address: give --dashboard-host an address it has")
+    "name the flag a CSV came from and the line that is not UTF-8" in
+      assertOneLine(Seq("run", "--device-profile", "iot-telemetry", "--devices-csv", garbage.toString, "--duration", "1s"),
+        mentioning = s"--devices-csv: identity.csv: $garbage:1 is not UTF-8 text (byte 0xff)")
+  }
+
   "A config file's setting for a flag" should {
     "be held to what the flag takes, naming file:line" in {
       val file = Files.writeString(dir.resolve("fleet.conf"), "fleetsim {\n  fleet.devices = 0\n}\n")

@@ -219,6 +219,18 @@ class CliSpec extends AnyWordSpec with Eventually:
       assert(heartbeat.failures.getOrElse("interrupted", 0L) > 0, heartbeat.toString)
     }
 
+    "count failed MQTT connects as errors on its status line, and warn of --insecure-tls naming the broker" in {
+      val closed = ServerSocket(0, 1, InetAddress.getLoopbackAddress)
+      val port = closed.getLocalPort
+      closed.close() // a port nothing listens on: every connect is refused
+      val f = fleetsim("run", "--transport", "mqtt", "--broker", s"mqtt://127.0.0.1:$port", "--devices", "3", "--duration", "3s",
+        "--dashboard", "off", "--results", tempDir().toString, "--insecure-tls")
+      assert(f.code == 0, f.err)
+      assert(f.err.contains("--insecure-tls: the broker's certificate is not checked"), f.err)
+      val totals = "errors \\+\\d+ \\((\\d+) total\\)".r.findAllMatchIn(f.out).map(_.group(1).toLong).toSeq
+      assert(totals.nonEmpty && totals.last > 0, f.out)
+    }
+
     "leave its time series when killed outright, for `fleetsim report DIR` to rebuild the page from" in {
       val dir = tempDir().resolve("run")
       val p = start("run", "--devices", "10", "--heartbeat-interval", "1s", "--results", dir.toString)

@@ -69,6 +69,16 @@ class TlsSpec extends AnyWordSpec:
     JcaX509CertificateConverter().getCertificate(
       JcaX509v3CertificateBuilder(subject, BigInteger.valueOf(System.nanoTime()), Date.from(from), Date.from(to), subject, keys.getPublic).build(signer))
 
+  /** A server certificate for 127.0.0.1 that the test CA signed, valid from `from` to `to`. */
+  private def signedFor127(from: Instant, to: Instant): KeyMaterial =
+    val keys = CertificateAuthority.ecKeys()
+    val signer = JcaContentSignerBuilder("SHA256withECDSA").build(ca.material.key)
+    val builder = JcaX509v3CertificateBuilder(ca.certificate, BigInteger.valueOf(System.nanoTime()), Date.from(from), Date.from(to),
+      X500Name("CN=127.0.0.1"), keys.getPublic)
+    builder.addExtension(org.bouncycastle.asn1.x509.Extension.subjectAlternativeName, false,
+      org.bouncycastle.asn1.x509.GeneralNames(org.bouncycastle.asn1.x509.GeneralName(org.bouncycastle.asn1.x509.GeneralName.iPAddress, "127.0.0.1")))
+    KeyMaterial(keys.getPrivate, Seq(JcaX509CertificateConverter().getCertificate(builder.build(signer)), ca.certificate))
+
   private def withServer(identity: KeyMaterial, clientCa: Option[X509Certificate] = None)(test: Int => Unit): Unit =
     val server = Server(identity, clientCa)
     try test(server.port) finally server.close()
@@ -85,6 +95,11 @@ class TlsSpec extends AnyWordSpec:
     "be refused when it names another host than the one called" in
       withServer(ca.issueServer(Seq("localhost"))) { port =>
         assert(call(port, "127.0.0.1", Trust.Authorities(Seq(ca.certificate))).contains(FailureReason.HostnameMismatch))
+      }
+    "be named expired when it is, not untrusted (what the run's start check says)" in
+      withServer(signedFor127(Instant.now.minus(Duration.ofDays(10)), Instant.now.minus(Duration.ofDays(1)))) { port =>
+        val refused = FleetTls.serverRefused("127.0.0.1", port, Trust.Authorities(Seq(ca.certificate)), timeoutMillis = 5000)
+        assert(refused.exists((reason, words) => reason == FailureReason.ServerUntrusted && words.startsWith("it expired")), refused.toString)
       }
     "be taken as it is with --insecure-tls" in
       withServer(CertificateAuthority.create("another").issueServer(Seq("elsewhere.example"))) { port =>
