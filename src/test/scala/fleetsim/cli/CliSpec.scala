@@ -20,9 +20,11 @@ class CliSpec extends AnyWordSpec with Eventually:
 
   private final case class Finished(code: Int, out: String, err: String)
 
-  private def start(args: String*): Process =
+  private def start(args: String*): Process = startWith(Nil, args)
+
+  private def startWith(prefix: Seq[String], args: Seq[String]): Process =
     val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
-    val command = Seq(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args
+    val command = prefix ++ Seq(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args
     ProcessBuilder(command.asJava).start()
 
   private def finish(p: Process, within: Int = 60): Finished =
@@ -196,8 +198,10 @@ class CliSpec extends AnyWordSpec with Eventually:
 
     "on Ctrl-C wait for the calls in flight, and on a second Ctrl-C stop at once, counting them interrupted" in {
       val dir = tempDir().resolve("run")
-      val p = start("run", "--devices", "10", "--heartbeat-interval", "1s", "--request-timeout", "60s", "--dashboard", "off",
-        "--results", dir.toString)
+      // SIGINT as a terminal's foreground job has it, even when the tests run as a background job
+      // (which has it ignored, passed on to its children, and left so by fleetsim as by the JVM).
+      val p = startWith(Seq("env", "--default-signal=INT"), Seq("run", "--devices", "10", "--heartbeat-interval", "1s",
+        "--request-timeout", "60s", "--dashboard", "off", "--results", dir.toString))
       val output = Output(p.getInputStream)
       val url = "http://127\\.0\\.0\\.1:\\d+".r.findFirstIn(output.await("reference controller on")).get
       output.await("Reporting 10")
