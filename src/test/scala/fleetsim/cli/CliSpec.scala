@@ -202,20 +202,22 @@ class CliSpec extends AnyWordSpec with Eventually:
       // (which has it ignored, passed on to its children, and left so by fleetsim as by the JVM).
       val p = startWith(Seq("env", "--default-signal=INT"), Seq("run", "--devices", "10", "--heartbeat-interval", "1s",
         "--request-timeout", "60s", "--dashboard", "off", "--results", dir.toString))
-      val output = Output(p.getInputStream)
-      val url = "http://127\\.0\\.0\\.1:\\d+".r.findFirstIn(output.await("reference controller on")).get
-      output.await("Reporting 10")
-      // Every call from now on waits 30 s for its reply: half the request timeout.
-      val faults = HttpRequest.newBuilder(URI.create(s"$url/admin/faults")).PUT(HttpRequest.BodyPublishers.ofString("""{"latencyMs":30000}""")).build()
-      assert(HttpClient.newHttpClient().send(faults, HttpResponse.BodyHandlers.ofString()).statusCode == 200)
-      output.await("devices |") // a second of heartbeats now in flight
-      def ctrlC() = ProcessBuilder("kill", "-INT", p.pid.toString).start().waitFor()
-      ctrlC()
-      output.await("Ctrl-C again to stop now")
-      ctrlC()
-      // Not the 60 s the calls in flight could take.
-      assert(p.waitFor(20, TimeUnit.SECONDS), s"fleetsim did not stop on a second Ctrl-C; output:\n${output.text}")
-      assert(p.exitValue == 130, output.text)
+      try
+        val output = Output(p.getInputStream)
+        val url = "http://127\\.0\\.0\\.1:\\d+".r.findFirstIn(output.await("reference controller on")).get
+        output.await("Reporting 10")
+        // Every call from now on waits 30 s for its reply: half the request timeout.
+        val faults = HttpRequest.newBuilder(URI.create(s"$url/admin/faults")).PUT(HttpRequest.BodyPublishers.ofString("""{"latencyMs":30000}""")).build()
+        assert(HttpClient.newHttpClient().send(faults, HttpResponse.BodyHandlers.ofString()).statusCode == 200)
+        output.await("devices |") // a second of heartbeats now in flight
+        def ctrlC() = ProcessBuilder("kill", "-INT", p.pid.toString).start().waitFor()
+        ctrlC()
+        output.await("Ctrl-C again to stop now")
+        ctrlC()
+        // Not the 60 s the calls in flight could take.
+        assert(p.waitFor(20, TimeUnit.SECONDS), s"fleetsim did not stop on a second Ctrl-C; output:\n${output.text}")
+        assert(p.exitValue == 130, output.text)
+      finally p.destroyForcibly() // a run that failed the test would run until stopped
       val summary = Summary.read(dir.resolve("summary.json"))
       assert(summary.run.stopReason == "interrupted")
       val heartbeat = summary.messages("heartbeat")
