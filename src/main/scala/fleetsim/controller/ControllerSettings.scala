@@ -62,14 +62,8 @@ object ControllerSettings:
       mqttPort = c.getInt("mqtt-port"),
       sshGateways = fleetsim.hostPorts(c.getString("ssh-gateways"), "--ssh-gateways").map(SshEndpoint.apply))
 
-  /** The tokens of a CSV with a header: the column named token, or the only column. */
+  /** The tokens of a CSV with a header: the column named token, or the first. */
   private def tokens(file: Path): Set[String] =
-    val text = fleetsim.TextFiles.utf8(file).fold(problem => throw IllegalArgumentException(s"fleetsim.controller.iot-tokens: $problem"), identity)
-    val lines = text.linesIterator.map(_.trim).filter(_.nonEmpty).toSeq
-    def fields(line: String) = line.split(",", -1).map(_.trim.stripPrefix("\"").stripSuffix("\"")).toSeq
-    val header = lines.headOption.map(fields).getOrElse(Nil)
-    val column = header.indexOf("token").max(0)
-    lines.drop(1).zipWithIndex.map { (line, i) =>
-      fields(line).lift(column).getOrElse(throw IllegalArgumentException(
-        s"fleetsim.controller.iot-tokens: $file:${i + 2} has no field ${column + 1} (token): give each line as many fields as the header"))
-    }.toSet
+    val csv = fleetsim.Csv.read(file).fold(problem => throw IllegalArgumentException(s"fleetsim.controller.iot-tokens: $problem"), identity)
+    val column = csv.columns.indexOf("token").max(0)
+    csv.rows.map(_(column).trim).toSet

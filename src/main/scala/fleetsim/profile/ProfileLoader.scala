@@ -2,6 +2,7 @@ package fleetsim.profile
 
 import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
+import fleetsim.Csv
 import fleetsim.fleet.FleetSettings
 import fleetsim.transport.{ConnectionMode, MessageKind, ReplyLimits, UrlTransport}
 import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
@@ -177,7 +178,7 @@ object ProfileLoader:
       if !root.hasPath("constants") then Map.empty
       else obj(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
 
-    private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(Csv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
+    private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(IdentityCsv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
 
     /** How each identity field stands in when a JSON body is checked ([[JsonBody]]): `number` as a
       * number, `mac` as text, a constant as itself, a pick or CSV column as the value of it most
@@ -678,42 +679,15 @@ final class IdentityScope(val number: Int) extends Scope:
   def walk(slot: Int): Double = 0
   def setWalk(slot: Int, value: Double): Unit = ()
 
-/** Rows of a CSV file with a header, one device a row: pre-provisioned ids, tokens, passwords. */
-final case class Csv(columns: IndexedSeq[String], rows: IndexedSeq[IndexedSeq[String]])
-
-object Csv:
+/** The profile's `identity.csv`: one device a row, its columns names templates use. */
+object IdentityCsv:
   def read(at: ConfigValue, base: Option[Path], devices: Int, fail: (ConfigValue, String) => Nothing): Csv =
     val name = String.valueOf(at.unwrapped)
     val file = base.fold(Path.of(name))(_.resolve(name))
     if !Files.isRegularFile(file) then fail(at, s"identity.csv: no such file $file (a path is taken from the profile's folder)")
-    val text = fleetsim.TextFiles.utf8(file).fold(problem => fail(at, s"identity.csv: $problem"), identity)
-    val lines = text.linesIterator.toIndexedSeq.filter(_.trim.nonEmpty)
-    if lines.isEmpty then fail(at, s"identity.csv: $file is empty; its first line names the columns")
-    val columns = split(lines.head).map(_.trim)
-    for c <- columns if !c.matches("[A-Za-z_][A-Za-z0-9_]*") do
+    val csv = Csv.read(file).fold(problem => fail(at, s"identity.csv: $problem"), identity)
+    for c <- csv.columns if !c.matches("[A-Za-z_][A-Za-z0-9_]*") do
       fail(at, s"identity.csv: column '$c' of $file is not a name templates can use (letters, digits, _)")
-    val rows = lines.tail.map(split)
-    rows.zipWithIndex.find(_._1.size != columns.size).foreach { (row, i) =>
-      fail(at, s"identity.csv: line ${i + 2} of $file has ${row.size} fields, the header ${columns.size}")
-    }
-    if rows.size < devices then fail(at, s"identity.csv: $file has ${rows.size} devices' rows but the fleet has $devices: add rows, or run fewer devices")
-    Csv(columns, rows)
-
-  /** One line's fields: commas separate, double quotes enclose (a doubled quote is one). */
-  private def split(line: String): IndexedSeq[String] =
-    val fields = mutable.ArrayBuffer.empty[String]
-    val field = StringBuilder()
-    var quoted = false
-    var i = 0
-    while i < line.length do
-      val ch = line.charAt(i)
-      if quoted then
-        if ch == '"' && i + 1 < line.length && line.charAt(i + 1) == '"' then { field += '"'; i += 1 }
-        else if ch == '"' then quoted = false
-        else field += ch
-      else if ch == '"' then quoted = true
-      else if ch == ',' then { fields += field.toString; field.clear() }
-      else field += ch
-      i += 1
-    fields += field.toString
-    fields.toIndexedSeq
+    if csv.rows.size < devices then
+      fail(at, s"identity.csv: $file has ${csv.rows.size} devices' rows but the fleet has $devices: add rows, or run fewer devices")
+    csv

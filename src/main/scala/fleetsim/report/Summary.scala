@@ -50,9 +50,6 @@ final case class PushesSummary(received: Long, acknowledged: Long, pushToAckMs: 
 object Summary:
   given JsonValueCodec[Summary] = JsonCodecMaker.makeWithRequiredCollectionFields
 
-  /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without tunnels)
-    * are taken before the devices stopped.
-    */
   /** A kind's counts. Calls still unanswered when the summary is taken (the run was stopped without
     * waiting for them: Ctrl-C twice) count as failed, `interrupted`, so that sent = ok + 403 + failed.
     */
@@ -65,6 +62,9 @@ object Summary:
   /** The reason of calls a run did not wait for. */
   val Interrupted = "interrupted"
 
+  /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without tunnels)
+    * are taken before the devices stopped.
+    */
   def of(
       run: RunInfo,
       target: Int,
