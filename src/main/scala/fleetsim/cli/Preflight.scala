@@ -63,7 +63,7 @@ object Preflight:
     FleetTls.serverRefused(url.getHost, port, FleetTls.trust(settings.tls, None), timeoutMillis = 5000).foreach {
       case (FailureReason.HostnameMismatch, words) =>
         throw UsageError(s"the controller's certificate does not name ${url.getHost} ($words): call it by a name or address its certificate has, or pass --insecure-tls to skip the check", "run")
-      case (_, words) if words.startsWith("it expired") || words.startsWith("it is not valid yet") =>
+      case (_, words) if FleetTls.outOfDates(words) =>
         throw UsageError(s"the controller's certificate at $url is out of its dates ($words): renew it (or set the clock right), or pass --insecure-tls to skip the check", "run")
       case (_, words) =>
         val trusted = settings.tls.caFile.fold("the system's trust store")(f => s"the CAs in $f")

@@ -47,12 +47,12 @@ object DeviceCertificates:
       else if !Files.exists(pem) then throw TlsFileError(s"$dir: no $name.pem (with $name.key) or $name.p12", Some(pem), "missing")
       else pem -> Pem.keyMaterial(pem, dir.resolve(s"$name.key"))
     val leaf = material.chain.head
-    def day(d: java.util.Date) = d.toInstant.truncatedTo(ChronoUnit.SECONDS)
+    def shown(d: java.util.Date) = d.toInstant.truncatedTo(ChronoUnit.SECONDS)
     if at.isAfter(leaf.getNotAfter.toInstant) then
-      throw TlsFileError(s"$file: the certificate expired at ${day(leaf.getNotAfter)}", Some(file), s"certificate expired ${day(leaf.getNotAfter)}")
+      throw TlsFileError(s"$file: the certificate expired at ${shown(leaf.getNotAfter)}", Some(file), s"certificate expired ${shown(leaf.getNotAfter)}")
     if at.isBefore(leaf.getNotBefore.toInstant) then
-      throw TlsFileError(s"$file: the certificate is not valid until ${day(leaf.getNotBefore)}", Some(file),
-        s"certificate not valid until ${day(leaf.getNotBefore)}")
+      throw TlsFileError(s"$file: the certificate is not valid until ${shown(leaf.getNotBefore)}", Some(file),
+        s"certificate not valid until ${shown(leaf.getNotBefore)}")
     material
 
   /** A device whose files cannot be used: the file at fault, and why in a few words. */

@@ -54,6 +54,12 @@ object FleetTls:
       case _ => settings.clientCerts.map(DeviceCertificates.folder(_, settings.clientCertsName))
         .orElse(embeddedCa.map(DeviceCertificates.issued))
 
+  private val Expired = "it expired"
+  private val NotYetValid = "it is not valid yet"
+
+  /** Whether [[serverRefused]]'s words say the certificate is out of its dates (signed all the same). */
+  def outOfDates(words: String): Boolean = words.startsWith(Expired) || words.startsWith(NotYetValid)
+
   /** One handshake with the server, blocking the caller (the command line, before the fleet starts):
     * the reason its certificate is refused, if it is, and the TLS stack's words for it. Other
     * failures (the server is not up yet, it wants a client certificate) are the devices' to meet.
@@ -72,8 +78,8 @@ object FleetTls:
         val chain = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq
         // A certificate out of its dates is signed all the same: say which date, not "not signed".
         val words = chain.collectFirst {
-          case t: java.security.cert.CertificateExpiredException => s"it expired: ${t.getMessage}"
-          case t: java.security.cert.CertificateNotYetValidException => s"it is not valid yet: ${t.getMessage}"
+          case t: java.security.cert.CertificateExpiredException => s"$Expired: ${t.getMessage}"
+          case t: java.security.cert.CertificateNotYetValidException => s"$NotYetValid: ${t.getMessage}"
         }.getOrElse(chain.last.getMessage)
         Replies.tlsReason(e).filter(r => r == FailureReason.ServerUntrusted || r == FailureReason.HostnameMismatch).map(_ -> words)
     finally socket.close()
