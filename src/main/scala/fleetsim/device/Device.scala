@@ -29,6 +29,8 @@ object Device:
   sealed trait Command
   /** Stop sending: no new calls, so the ones in flight can be answered before the fleet stops. */
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
+  /** A Stopped device starts again, as after a reboot; any other ignores it. */
+  case object Restart extends Command
 
   private case object RetryJoin extends Command
   private case object RetryTunnel extends Command
@@ -123,6 +125,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
               case Backoff => backingOff(command)
               case Tunneling => tunneling(command)
               case Reporting | ConfigDownloading => online(command)
+              case Stopped => () // a restart: to come
     catch case NonFatal(e) => failed(e)
 
   override def postStop(): Unit =
@@ -183,7 +186,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** What a reply means, as the profile reads it into the device; a 2xx it cannot use is counted as the failure it is. */
   private def read(call: Call, reply: Reply): Outcome =
     val outcome = call.read(reply, this)
-    if outcome == Outcome.Unreadable then events.unreadable(call.kind)
+    if outcome == Outcome.Unreadable then reply match
+      case r: Reply.Response => events.judged(call.kind, r, Some(FailureReason.Unreadable))
+      case _ => ()
     outcome
 
   /** A periodic message's reply: up to date, refused, or one more failure in a row. */

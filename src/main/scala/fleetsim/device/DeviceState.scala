@@ -1,10 +1,13 @@
 package fleetsim.device
 
-import fleetsim.transport.MessageKind
+import fleetsim.transport.{FailureReason, MessageKind, Reply}
 
-/** The lifecycle states, named as in the design notes and the summary. */
+/** The lifecycle states, named as in the design notes and the summary. Stopped: the device stopped
+  * itself, as its profile says a real agent does (a `stop` reaction, a status repeated too often),
+  * and waits for a restart ([[Device.Restart]]).
+  */
 enum DeviceState:
-  case Discovering, Tunneling, Reporting, ConfigDownloading, Backoff
+  case Discovering, Tunneling, Reporting, ConfigDownloading, Backoff, Stopped
 
 /** What a device tells the world about itself. Implemented by the metrics package; called from
   * device actors, so implementations must be thread-safe and must not block.
@@ -16,10 +19,13 @@ trait DeviceEvents:
   def stopped(state: DeviceState): Unit
   /** A scheduled send of `kind` left this long after the time it was scheduled for. */
   def late(kind: MessageKind, nanos: Long): Unit
-  /** A call of `kind` was answered 2xx, counted ok by its transport, but the reply lacks what the
-    * profile needs from it: it counts as failed (`unreadable`) instead.
+  /** A reply of `kind` that its transport counted by its status (2xx ok, 403 forbidden, others
+    * failed), which the profile judges otherwise: ok (`failure` None: a status the call expects) or
+    * failed for `failure` (a 2xx it cannot use, a check that failed). It is counted as judged instead.
     */
-  def unreadable(kind: MessageKind): Unit
+  def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit
+  /** The device stopped itself (it is now Stopped) for `reason`, one of its profile's few: "join: 403". */
+  def halted(reason: String): Unit
   /** A push arrived (a message on the device's MQTT subscriptions). */
   def pushed(): Unit
   /** A push's configuration was applied and acknowledged this long after the push arrived. */

@@ -19,6 +19,8 @@ object Fleet:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** Stops every device; replies once they have all stopped. */
   final case class Stop(replyTo: ActorRef[Done]) extends Command
+  /** Starts again every device that stopped itself (Stopped), as after a reboot. */
+  case object RestartStopped extends Command
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
@@ -51,6 +53,9 @@ object Fleet:
               groups.foreach(_ ! Device.Quiesce(heard))
               quiescing(spawned, replyTo)
             case Stop(replyTo) => stop(replyTo)
+            case RestartStopped =>
+              groups.foreach(_ ! Device.Restart)
+              Behaviors.same
             case DeviceQuiesced => Behaviors.same
           }
 
@@ -60,7 +65,7 @@ object Fleet:
             case DeviceQuiesced => quiescing(waiting - 1, replyTo)
             case Quiesce(again) => quiescing(waiting, again)
             case Stop(replyTo) => stop(replyTo)
-            case RampTick => Behaviors.same
+            case RampTick | RestartStopped => Behaviors.same
           }
 
         def stop(replyTo: ActorRef[Done]): Behavior[Command] = Behaviors.stopped(() => replyTo ! Done)
@@ -75,3 +80,4 @@ object Fleet:
     def receive: Receive =
       case devices: Range => devices.foreach(i => context.actorOf(device(i)))
       case quiesce: Device.Quiesce => context.children.foreach(_ ! quiesce)
+      case Device.Restart => context.children.foreach(_ ! Device.Restart)

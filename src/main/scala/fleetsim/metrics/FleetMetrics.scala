@@ -95,10 +95,16 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
     k.latency.record(latencyNanos)
     k.inFlight.decrement()
 
-  def unreadable(kind: MessageKind): Unit =
+  def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit =
     val k = figures(kind.index)
-    k.failed(FailureReason.Unreadable.ordinal).increment()
-    k.ok.decrement()
+    if reply.ok then k.ok.decrement()
+    else if reply.status == 403 then k.forbidden.decrement()
+    else k.failed(statusReason(reply.status).ordinal).decrement()
+    failure match
+      case Some(reason) => k.failed(reason.ordinal).increment()
+      case None => k.ok.increment()
+
+  def halted(reason: String): Unit = () // counted by reason: to come
 
   def tunnelOpened(handshakeNanos: Long): Unit =
     tunnelsOpened.increment()

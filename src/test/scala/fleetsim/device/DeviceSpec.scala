@@ -94,7 +94,8 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
     def late(kind: MessageKind, nanos: Long): Unit = ()
-    def unreadable(kind: MessageKind): Unit = ()
+    def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit = ()
+    def halted(reason: String): Unit = ()
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
 
