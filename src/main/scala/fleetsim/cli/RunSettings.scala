@@ -93,7 +93,7 @@ object RunSettings:
     RunSettings(
       fleet = fleet,
       device = DeviceSettings(config),
-      http = HttpSettings(config).copy(limits = parsed.limits),
+      http = { val http = HttpSettings(config); http.copy(limits = parsed.limits, connectTimeout = parsed.connectTimeout.getOrElse(http.connectTimeout)) },
       connection = parsed.connectionMode(ownIdentity),
       sourceIps = sourceIps,
       tls = tls,

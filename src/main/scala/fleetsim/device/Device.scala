@@ -32,6 +32,8 @@ object Device:
   /** A Stopped device starts again, as after a reboot; any other ignores it. */
   case object Restart extends Command
 
+  /** The boot delay is over: the first join. */
+  private case object Boot extends Command
   private case object RetryJoin extends Command
   private case object RetryTunnel extends Command
   private final case class TunnelOpened(result: Either[FailureReason, Tunnel]) extends Command
@@ -42,8 +44,11 @@ object Device:
   private final case class Due(message: Int) extends Command
   /** One instance per message: the wheel holds a million wake-ups. */
   private val due = IndexedSeq.tabulate(256)(Due(_))
-  // Replies carry the session they belong to, so replies from before a rejoin are ignored.
-  private final case class Replied(session: Int, call: Call, reply: Reply) extends Command
+  // Replies carry the session they belong to, so replies from before a rejoin are ignored, and which
+  // try of the call they answer (from 1).
+  private final case class Replied(session: Int, call: Call, reply: Reply, attempt: Int) extends Command
+  /** A failed call's next try ([[Call.retry]]) is due. */
+  private final case class Again(session: Int, call: Call, attempt: Int) extends Command
   /** The reply a call's failed future stands for (a transport's never fails): one for all calls. */
   private val failedFuture = Reply.Failed(FailureReason.ProtocolError)
 
@@ -97,6 +102,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private var failures = 0
   /** Sessions started: a session is a join (and tunnel) and what the device does until the next. */
   private var session = 0
+  /** The session's join call: `resume` when the device is known already, else `join`. */
+  private var joinCall: Call = null
   /** The profile's numbers and texts for this device, and each message's schedule ([[Registers]]). */
   val registers: Array[Long] = new Array[Long](profile.registers)
   val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
@@ -107,7 +114,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private var tunnelNumber = 0
 
   events.moved(None, Discovering)
-  join()
+  boot()
 
   def receive: Receive = { case command: Command => handle(command) }
 
@@ -125,7 +132,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
               case Backoff => backingOff(command)
               case Tunneling => tunneling(command)
               case Reporting | ConfigDownloading => online(command)
-              case Stopped => () // a restart: to come
+              case Stopped => if command == Restart then boot()
     catch case NonFatal(e) => failed(e)
 
   override def postStop(): Unit =
@@ -141,12 +148,19 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   // ---- states: what each does with a message; anything else is from an older session ----
 
   private def discovering(command: Command): Unit = command match
-    case Replied(_, call, reply) if profile.join.contains(call) =>
-      read(call, reply) match
+    case Replied(n, call, reply, attempt) if n == session && (call eq joinCall) =>
+      read(call, reply, attempt) match
         case Outcome.Ok => joined()
         case Outcome.NotAdmitted => wake(RetryJoin, backoffDelay()) // ask again, more slowly each time
         case Outcome.RetryAfter(nanos) => backOff(nanos)
-        case Outcome.Reauthenticate | Outcome.Rejoin | Outcome.Failed | Outcome.Unreadable => backOff()
+        case Outcome.Stop(reason) => stop(reason)
+        case null => () // tried again
+        case Outcome.Rejoin =>
+          profile.forget(this) // a known device the controller no longer knows registers afresh
+          backOff()
+        case Outcome.Reauthenticate | Outcome.Failed | Outcome.Unusable(_) => backOff()
+    case Again(n, call, attempt) if n == session && (call eq joinCall) => send(shared.http, call, attempt = attempt)
+    case Boot => join()
     case TunnelOpened(Right(opened)) => // the session was the join
       failures = 0
       attach(opened)
@@ -174,22 +188,34 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Reporting and ConfigDownloading: the periodic sends, their replies, and bringing itself up to date. */
   private def online(command: Command): Unit = command match
     case Due(i) if !early(registers(Registers.dueAt(i))) => sendMessage(i)
-    case Replied(n, call, reply) if n == session =>
-      if current == ConfigDownloading && (call eq updatingCall) then updated(read(call, reply))
+    case Replied(n, call, reply, attempt) if n == session =>
+      if current == ConfigDownloading && (call eq updatingCall) then updated(read(call, reply, attempt))
       else
         val i = shared.messageOf(call.kind.index)
-        if i >= 0 then replied(i, read(call, reply))
+        if i >= 0 then replied(i, read(call, reply, attempt))
+    case Again(n, call, attempt) if n == session =>
+      if current == ConfigDownloading && (call eq updatingCall) || shared.messageOf(call.kind.index) >= 0 then
+        send(channelFor(call), call, attempt = attempt)
     case TunnelLost(n) if n == tunnelNumber => sessionLost()
     case Pushed(n, push) if n == tunnelNumber => pushed(push)
     case _ => () // an older session's
 
-  /** What a reply means, as the profile reads it into the device; a 2xx it cannot use is counted as the failure it is. */
-  private def read(call: Call, reply: Reply): Outcome =
+  /** What a reply means, as the profile reads it into the device, counted as the profile judges it (a
+    * 2xx it cannot use failed, a status it expects ok); null when the call failed and is tried again.
+    */
+  private def read(call: Call, reply: Reply, attempt: Int): Outcome =
     val outcome = call.read(reply, this)
-    if outcome == Outcome.Unreadable then reply match
-      case r: Reply.Response => events.judged(call.kind, r, Some(FailureReason.Unreadable))
+    reply match
+      case r: Reply.Response => outcome match
+        case Outcome.Unusable(reason) => events.judged(call.kind, r, Some(reason))
+        case Outcome.Ok if !r.ok => events.judged(call.kind, r, None)
+        case _ => ()
       case _ => ()
-    outcome
+    outcome match
+      case Outcome.Failed | Outcome.Unusable(_) if call.retry.exists(attempt < _.tries) =>
+        wake(Again(session, call, attempt + 1), call.retry.get.delay.pick(random).nanos)
+        null
+      case _ => outcome
 
   /** A periodic message's reply: up to date, refused, or one more failure in a row. */
   private def replied(i: Int, outcome: Outcome): Unit = outcome match
@@ -199,7 +225,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case Outcome.Rejoin => refused()
     case Outcome.Reauthenticate => rejoin()
     case Outcome.RetryAfter(nanos) => postpone(i, nanos)
-    case Outcome.Failed | Outcome.NotAdmitted | Outcome.Unreadable =>
+    case Outcome.Stop(reason) => stop(reason)
+    case null => () // tried again
+    case Outcome.Failed | Outcome.NotAdmitted | Outcome.Unusable(_) =>
       val failed = registers(Registers.failures(i)) + 1
       registers(Registers.failures(i)) = failed
       val limit = profile.messages(i).maxFailures.getOrElse(settings.maxLostHeartbeats)
@@ -221,22 +249,41 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
         enter(Reporting)
     case Outcome.Rejoin => refused()
     case Outcome.Reauthenticate => rejoin()
+    case Outcome.Stop(reason) => stop(reason)
+    case null => () // tried again
     case _ => enter(Reporting) // unapplied: the next reply that says so starts it again
 
   /** The run is ending: send nothing more, let the calls in flight come home, keep the state. */
   private def whileQuiesced(command: Command): Unit = command match
     case TunnelOpened(Right(late)) => late.close()
     case Quiesce(again) => again ! Done
-    case Replied(_, call, reply) => read(call, reply) // the last calls come home: counted for what they are, acted on no more
+    case Replied(_, call, reply, _) => read(call, reply, Int.MaxValue) // the last calls come home: counted for what they are, acted on no more
     case _ => ()
 
   // ---- transitions ----
 
-  private def join(): Unit =
+  /** Starts as after a reboot: what it keeps at its defaults and as its identity row seeds it, and
+    * after the profile's boot delay, if any, a join.
+    */
+  private def boot(): Unit =
+    profile.boot(this)
+    failures = 0
+    val delay = profile.startDelay(random)
     enter(Discovering)
-    profile.join match
-      case Some(call) => send(shared.http, call)
-      case None => openSession()
+    if delay > 0 then wake(Boot, delay.nanos) else join()
+
+  private def join(): Unit =
+    session += 1
+    enter(Discovering)
+    joinCall = (if profile.resumes(this) then profile.resume else profile.join).orNull
+    if joinCall != null then send(shared.http, joinCall)
+    else openSession()
+
+  /** The device stops itself, as its profile says, until [[Device.Restart]]. */
+  private def stop(reason: String): Unit =
+    closeTunnel()
+    enter(Stopped)
+    events.halted(reason)
 
   /** A backoff's wake-up: one more failure in a row, one more join. */
   private def joinAgain(): Unit =
@@ -301,8 +348,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     while i < profile.messages.size do
       registers(Registers.failures(i)) = 0
       registers(Registers.seq(i)) = 0
-      // Random phase: a fleet that joined together must not report together.
-      registers(Registers.dueAt(i)) = schedule(due(i), (interval(i) * random.nextDouble()).toLong.nanos)
+      registers(Registers.dueAt(i)) = schedule(due(i), profile.messages(i).first(interval(i), random).nanos)
       i += 1
     if !update() then enter(Reporting)
 
@@ -410,14 +456,14 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     from
 
   /** Every call's outcome comes back as a message; a quiet call's only when it is not a 2xx. */
-  private def send(through: Transport, call: Call, quiet: Boolean = false): Unit =
+  private def send(through: Transport, call: Call, quiet: Boolean = false, attempt: Int = 1): Unit =
     val n = session
     through.send(number, call.render(this)).onComplete { result =>
       val reply = result.getOrElse(failedFuture)
       val ok = reply match
         case r: Reply.Response => r.ok
         case _ => false
-      if !(quiet && ok) then self.tell(Replied(n, call, reply), Actor.noSender)
+      if !(quiet && ok) then self.tell(Replied(n, call, reply, attempt), Actor.noSender)
     }(using ExecutionContext.parasitic)
 
   /** A future's outcome as a message to this device; `failure` stands for a failed future. */

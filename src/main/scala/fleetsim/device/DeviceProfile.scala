@@ -1,6 +1,6 @@
 package fleetsim.device
 
-import fleetsim.transport.{MessageKind, Push, Reply, Request, SshEndpoint}
+import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Request, SshEndpoint}
 
 import java.util.random.RandomGenerator
 
@@ -15,6 +15,16 @@ trait DeviceProfile:
   def kinds: IndexedSeq[MessageKind]
   /** The call a device joins with; None: opening its session is the join (MQTT's CONNECT). */
   def join: Option[Call]
+  /** The call a device that is known already joins with instead ([[resumes]]); None: always `join`. */
+  def resume: Option[Call]
+  /** Whether the device starts its next session with `resume`: it holds what a join would have
+    * given it (seeded from its identity row) and has not forgotten it since.
+    */
+  def resumes(device: DeviceScope): Boolean
+  /** Sets a device up as it boots: every kept value at its default, then what its identity row seeds. */
+  def boot(device: DeviceScope): Unit
+  /** A random pause before a booted device's first call (an agent's sleep at start); 0 for none. */
+  def startDelay(random: RandomGenerator): Long
   /** The messages sent on schedules while Reporting. */
   def messages: IndexedSeq[Periodic]
   /** Calls run when a value read from a reply says the device is out of date (new configuration). */
@@ -60,15 +70,32 @@ trait Call:
   /** Its request's path is an absolute URL: it goes to that server over HTTP(S), not through the
     * device's session (an MQTT device fetching a document a push named). */
   def toUrl: Boolean = false
+  /** Tries of a call that failed, within its cycle, before it counts as failed; each try is a call
+    * of its own, counted. None: one try.
+    */
+  def retry: Option[Retry] = None
+
+/** A call tried up to `tries` times, a random pause from `delay` (nanoseconds) between tries. */
+final case class Retry(tries: Int, delay: Spread)
+
+/** A random length of time from `min` to `max` nanoseconds (a HOCON `2s..15s`; one value for both). */
+final case class Spread(min: Long, max: Long):
+  def pick(random: RandomGenerator): Long = if max <= min then min else min + (random.nextDouble() * (max - min)).toLong
 
 /** A message sent on a schedule: a round of one or more calls every interval.
   *
   * @param jitter each send moves by up to this fraction of the interval, either way; None = the device setting
   * @param maxFailures failed rounds in a row that send the device to Backoff; 0 = never, None = the
   *                    device's max-lost-heartbeats
+  * @param first when the first round is sent after the session starts, from the interval (ns) and a
+  *              random: by default a random phase of the interval, so a fleet that joined together
+  *              does not report together
   */
 final case class Periodic(kind: MessageKind, calls: IndexedSeq[Call], interval: DeviceScope => Long, jitter: Option[Double],
-    maxFailures: Option[Int])
+    maxFailures: Option[Int], first: (Long, RandomGenerator) => Long = Periodic.randomPhase)
+
+object Periodic:
+  val randomPhase: (Long, RandomGenerator) => Long = (interval, random) => (interval * random.nextDouble()).toLong
 
 /** Brings a device up to date: when `due`, the device is ConfigDownloading while `calls` run in
   * order (a download, then a report that it was applied); once all succeed, `applied`.
@@ -87,8 +114,12 @@ enum Outcome:
   /** 429/503: come back after this many nanoseconds. */
   case RetryAfter(nanos: Long)
   case Failed
-  /** A 2xx reply without a value the profile needs (or with one of the wrong type): a failure, counted as `unreadable`. */
-  case Unreadable
+  /** A reply the transport counted by its status that the device cannot use: a 2xx without a value
+    * the profile needs (`unreadable`), a status the call does not expect, a check that failed.
+    */
+  case Unusable(reason: FailureReason)
+  /** The device stops itself, as its profile says ("join: 403"), until restarted. */
+  case Stop(reason: String)
 
 /** What a profile sees of one device while it renders a call or reads a reply. */
 trait DeviceScope:

@@ -1,7 +1,7 @@
 package fleetsim.profile
 
 import com.typesafe.config.*
-import fleetsim.device.{DeviceScope, Periodic, Registers, Trigger}
+import fleetsim.device.{DeviceScope, Periodic, Registers, Retry, Spread, Trigger}
 import fleetsim.Csv
 import fleetsim.fleet.FleetSettings
 import fleetsim.transport.{ConnectionMode, MessageKind, ReplyLimits, UrlTransport}
@@ -103,6 +103,12 @@ object ProfileLoader:
         val statusLine = size("status-line", d.statusLine, 16)
         ReplyLimits(statusLine, size("headers", d.headers, 1), size("head", d.head.max(statusLine), statusLine), size("body", d.body, 0))
 
+    /** How long the devices wait for a connection: the profile's `connect-timeout`, if it says. */
+    val connectTimeout: Option[scala.concurrent.duration.FiniteDuration] =
+      Option.when(config.hasPath("connect-timeout"))(config.getValue("connect-timeout")).map { value =>
+        duration(config, "connect-timeout", "connect-timeout").getOrElse(throw ProfileError(s"${where(value)}: connect-timeout must be a duration, like 5s"))
+      }
+
     def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
@@ -132,6 +138,11 @@ object ProfileLoader:
   def load(nameOrFile: String, context: FleetContext): ProfiledDevice = parse(nameOrFile, context.settings).compile(context)
 
   // ---- the compiler: one profile, read once ----
+
+  /** A positive duration at `path`, or None when it is not one. */
+  private def duration(config: Config, path: String, what: String): Option[scala.concurrent.duration.FiniteDuration] =
+    try Some(config.getDuration(path).toNanos).filter(_ > 0).map(scala.concurrent.duration.Duration.fromNanos)
+    catch case _: ConfigException => None
 
   /** file:line of a value, as a profile's errors say it. */
   private def where(value: ConfigValue): String =
@@ -164,9 +175,10 @@ object ProfileLoader:
 
     /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
     private val mqtt = transport.contains("mqtt")
-    private val httpOnly = Set("connection", "join", "ssh", "reactions")
+    private val httpOnly = Set("connection", "join", "resume", "ssh", "reactions", "connect-timeout")
     private val mqttOnly = Set("mqtt", "pushes")
-    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits") ++ (if mqtt then mqttOnly else httpOnly),
+    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++
+      (if mqtt then mqttOnly else httpOnly),
       if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"
@@ -179,6 +191,18 @@ object ProfileLoader:
       else obj(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
 
     private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(IdentityCsv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
+
+    /** Every name a reply keeps, read before anything is declared: an identity.csv column named like one seeds it. */
+    private val keptNames: Set[String] =
+      val blocks = Seq("join", "resume", "pushes").filter(root.hasPath).map(p => root.getValue(p)).collect { case o: ConfigObject => o } ++
+        (messageBlocks ++ triggerBlocks).flatMap((_, b) => Seq(b) ++ Option(b.get("requests")).orElse(Option(b.get("calls"))).toSeq.flatMap {
+          case l: ConfigList => l.asScala.collect { case o: ConfigObject => o }
+          case _ => Nil
+        })
+      blocks.flatMap(b => Option(b.get("keep")).collect { case k: ConfigObject => k.keySet.asScala }.getOrElse(Nil)).toSet
+
+    /** The identity.csv columns that seed kept values (a known device's id and key), by column number. */
+    private val seededColumns: Seq[(String, Int)] = csv.toSeq.flatMap(_.columns.zipWithIndex.filter((c, _) => keptNames(c)))
 
     /** How each identity field stands in when a JSON body is checked ([[JsonBody]]): `number` as a
       * number, `mac` as text, a constant as itself, a pick or CSV column as the value of it most
@@ -195,7 +219,7 @@ object ProfileLoader:
       identitySamples("number") = JsonBody.Number
       fields("mac") = (s, out) => context.fleet.appendMac(s.number, out)
       identitySamples("mac") = JsonBody.Text
-      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex do
+      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex if !keptNames(column) do
         fields(column) = (s, out) => out.append(c.rows(s.number)(i))
         identitySamples(column) = JsonBody.sampleOf(c.rows.map(_(i)))
       for (k, v) <- constants do
@@ -204,10 +228,17 @@ object ProfileLoader:
       if root.hasPath("identity") then
         val block = obj(root, "identity", "identity")
         for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
-          fields(key) = identityField(key, block.get(key), fields.toMap)
-          identitySamples(key) = block.get(key) match
-            case o: ConfigObject => JsonBody.sampleOf(o.toConfig.getObject("pick").keySet.asScala.toSeq.sorted)
-            case v => JsonBody.sample(String.valueOf(v.unwrapped), identitySamples.toMap, Escape.None)
+          block.get(key) match
+            case o: ConfigObject if o.get("pick").isInstanceOf[ConfigList] =>
+              for (field, column, values) <- rowPick(key, o) do
+                fields(field) = column
+                identitySamples(field) = JsonBody.sampleOf(values)
+            case o: ConfigObject =>
+              fields(key) = identityField(key, o, fields.toMap)
+              identitySamples(key) = JsonBody.sampleOf(o.toConfig.getObject("pick").keySet.asScala.toSeq.sorted)
+            case v =>
+              fields(key) = identityField(key, v, fields.toMap)
+              identitySamples(key) = JsonBody.sample(String.valueOf(v.unwrapped), identitySamples.toMap, Escape.None)
       if mqtt then
         val (text, at) = if root.hasPath("mqtt.client-id") then (string(root, "mqtt.client-id"), root.getValue("mqtt.client-id")) else ("{{mac}}", root.root)
         val template = compile[IdentityScope](text, at, fields.toMap, Escape.None, "mqtt.client-id")
@@ -223,6 +254,43 @@ object ProfileLoader:
       ownFields.map { (name, field) =>
         val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
         name -> direct.getOrElse(name, onCall)
+      }
+
+    /** A weighted pick of a row of several fields (a model and its SoC): one draw a device for the
+      * whole row, stable for that device; each field a variable of its own, with every value it may take.
+      */
+    private def rowPick(name: String, block: ConfigObject): Seq[(String, Variable[IdentityScope], Seq[String])] =
+      keysOf(block, Set("pick"), s"identity.$name")
+      val list = block.get("pick").asInstanceOf[ConfigList].asScala.toSeq
+      if list.isEmpty then fail(block, s"identity.$name.pick needs at least one row, like [ { model = \"AG-200\", soc = \"MT7621\", weight = 3 } ]")
+      val rows = list.map {
+        case o: ConfigObject => o
+        case v => fail(v, s"identity.$name.pick: each row is a block of fields and a weight, like { model = \"AG-200\", soc = \"MT7621\", weight = 3 }")
+      }
+      val names = rows.head.keySet.asScala.toSeq.filter(_ != "weight").sortBy(k => rows.head.get(k).origin.lineNumber)
+      if names.isEmpty then fail(rows.head, s"identity.$name.pick: a row needs at least one field besides its weight")
+      for n <- names if !n.matches("[A-Za-z_][A-Za-z0-9_]*") do fail(rows.head.get(n), s"identity.$name.pick: '$n' is not a name templates can use (letters, digits, _)")
+      val weights = rows.map { row =>
+        val own = row.keySet.asScala.toSet - "weight"
+        if own != names.toSet then fail(row, s"identity.$name.pick: every row has the same fields (${names.mkString(", ")}); this one has ${own.toSeq.sorted.mkString(", ")}")
+        Option(row.get("weight")).fold(1.0) { w =>
+          w.unwrapped match
+            case n: Number if n.doubleValue > 0 => n.doubleValue
+            case _ => fail(w, s"identity.$name.pick: a weight must be a number above 0")
+        }
+      }
+      val total = weights.sum
+      val cumulative = weights.scanLeft(0.0)(_ + _).tail.map(_ / total).toArray
+      val salt = name.hashCode.toLong * 0x9e3779b97f4a7c15L
+      // Its own random, not the device's identity random: the row must not shift when other picks are added.
+      def rowOf(number: Int): Int =
+        val u = SplittableRandom(0xc0ffeeL ^ salt ^ (number.toLong * 0xbf58476d1ce4e5b9L)).nextDouble()
+        var i = 0
+        while i < cumulative.length - 1 && u >= cumulative(i) do i += 1
+        i
+      names.map { field =>
+        val values = rows.map(r => String.valueOf(r.get(field).unwrapped)).toArray
+        (field, ((s, out) => out.append(values(rowOf(s.number)))): Variable[IdentityScope], values.toSeq.distinct.sorted)
       }
 
     private def identityField(name: String, value: ConfigValue, earlier: Map[String, Variable[IdentityScope]]): Variable[IdentityScope] =
@@ -281,6 +349,7 @@ object ProfileLoader:
     // Declares every kept value before any template is compiled, so that templates can name them.
     private val profileBase: Int =
       Option.when(root.hasPath("join"))(obj(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
+      Option.when(root.hasPath("resume"))(obj(root, "resume", "resume")).foreach(declareKeeps(_, "resume", atJoin = true))
       for (name, m) <- messageBlocks; c <- callBlocks(m, "requests", s"messages.$name") do declareKeeps(c, s"messages.$name", atJoin = false)
       for (name, t) <- triggerBlocks; c <- callBlocks(t, "calls", s"triggers.$name") do declareKeeps(c, s"triggers.$name", atJoin = false)
       if root.hasPath("pushes") then declareKeeps(obj(root, "pushes", "pushes"), "pushes", atJoin = false)
@@ -293,17 +362,19 @@ object ProfileLoader:
             val spec = keep.get(key) match
               case o: ConfigObject => o
               case v => fail(v, s"$what.keep.$key must be a block, like { json = \"/token\" }")
-            keysOf(spec, Set("json", "regex", "header", "type", "default"), s"$what.keep.$key")
+            keysOf(spec, Set("json", "regex", "header", "digest", "type", "default"), s"$what.keep.$key")
             declare(key, spec, atJoin, s"$what.keep.$key")
         case v => fail(v, s"$what.keep must be a block of values to keep, like { token { json = \"/token\" } }")
       }
 
     private def declare(name: String, spec: ConfigObject, atJoin: Boolean, what: String): Slot =
       val c = spec.toConfig
-      val number = !c.hasPath("type") || (string(c, "type") match
+      // A digest is hex: text unless said otherwise, and never a number.
+      val number = if !c.hasPath("type") then !c.hasPath("digest") else string(c, "type") match
+        case "number" if c.hasPath("digest") => failAt(c, "type", s"$what: a digest is text (hex): remove type = number")
         case "number" => true
         case "text" => false
-        case other => failAt(c, "type", s"$what.type must be number or text (got '$other')"))
+        case other => failAt(c, "type", s"$what.type must be number or text (got '$other')")
       val default = if c.hasPath("default") then String.valueOf(c.getValue("default").unwrapped) else if number then "0" else ""
       if number && c.hasPath("default") && ProfileValues.parseLong(default) == null then
         failAt(c, "default", s"$what.default must be a whole number, as the value is a number (or say type = text)")
@@ -315,7 +386,8 @@ object ProfileLoader:
           known.slot
         case None =>
           val slot = if number then { numbers += 1; Slot(name, true, -numbers, default) } else { texts += 1; Slot(name, false, texts - 1, default) }
-          declared(name) = Declared(slot, c.hasPath("default"), atJoin)
+          // A value the identity row seeds is there from boot, like one with a default.
+          declared(name) = Declared(slot, c.hasPath("default") || seededColumns.exists(_._1 == name), atJoin)
           slot
 
     /** A value the device sets itself (a trigger's `than`), unless a reply keeps it too; it starts at its default. */
@@ -345,29 +417,119 @@ object ProfileLoader:
       kinds += k
       k
 
-    private val reactions: Map[Int, Reaction] =
+    /** Registers placed once the whole profile is compiled: `stop after N` counters, a known device's flag. */
+    private val late = mutable.ArrayBuffer.empty[LateRegister]
+    private def lateRegister(): LateRegister =
+      val register = LateRegister()
+      late += register
+      register
+
+    /** The profile's reactions, each made for a call as it is compiled: a `stop after N` counts per call. */
+    private val reactions: Map[Int, MessageKind => Reaction] =
       val defaults = Map(401 -> Reaction.Reauthenticate, 403 -> Reaction.Rejoin, 429 -> Reaction.RetryAfter, 503 -> Reaction.RetryAfter)
-      if !root.hasPath("reactions") then defaults
+        .map((status, r) => status -> ((_: MessageKind) => r))
+      if !root.hasPath("reactions") then defaults else defaults ++ reactionsOf(obj(root, "reactions", "reactions"), "reactions")
+
+    /** A reactions block: status -> reaction, checked now, made per call. */
+    private def reactionsOf(block: ConfigObject, what: String): Map[Int, MessageKind => Reaction] =
+      block.asScala.toMap.map { (status, v) =>
+        val code = status.toIntOption.filter(s => s >= 100 && s <= 599).getOrElse(fail(v, s"$what: '$status' is not an HTTP status"))
+        val made: MessageKind => Reaction = String.valueOf(v.unwrapped).trim match
+          case "stop" => kind => Reaction.Stop(1, s"${kind.key}: $code", null)
+          case StopAfter(n) if n.toIntOption.exists(_ >= 1) =>
+            val after = n.toInt
+            kind => Reaction.Stop(after, s"${kind.key}: $code x$after", if after > 1 then lateRegister() else null)
+          case key =>
+            val reaction = Reaction.Keys.getOrElse(key, fail(v,
+              s"$what.$status must be one of ${Reaction.Keys.keys.toSeq.sorted.mkString(", ")}, stop or \"stop after N\" (got '$key')"))
+            _ => reaction
+        code -> made
+      }
+
+    /** What a call makes of each status: its own `expect` and `reactions`, then the profile's. */
+    private def answersOf(c: Config, kind: MessageKind, what: String, notAdmitted: Set[Int]): Answers =
+      val expected = Option.when(c.hasPath("expect"))(c.getValue("expect")).map { value =>
+        val listed = value match
+          case l: ConfigList if !l.isEmpty => l.asScala.toSeq
+          case v if String.valueOf(v.unwrapped) == "any" => Seq(v)
+          case v => fail(v, s"$what.expect must be a list of statuses, like [201] or [200, 204, \"3xx\"], or any")
+        val statuses = new Array[Boolean](600)
+        for v <- listed do String.valueOf(v.unwrapped) match
+          case "any" => java.util.Arrays.fill(statuses, 100, 600, true)
+          case s if s.matches("[1-5]xx") => java.util.Arrays.fill(statuses, (s.head - '0') * 100, (s.head - '0') * 100 + 100, true)
+          case s => s.toIntOption.filter(n => n >= 100 && n <= 599) match
+            case Some(n) => statuses(n) = true
+            case None => fail(v, s"$what.expect: '$s' is not a status, like 201, or a class, like \"2xx\"")
+        statuses
+      }
+      val own = if !c.hasPath("reactions") then Map.empty[Int, Reaction]
+        else reactionsOf(obj(c, "reactions", s"$what.reactions"), s"$what.reactions").map((s, r) => s -> r(kind))
+      Answers(expected.orNull, own, notAdmitted, reactions.map((s, r) => s -> r(kind)))
+
+    /** Conditions on a reply, after its values are kept: the call fails unless each holds. */
+    private def checksOf(c: Config, what: String): IndexedSeq[Template[CallScope]] =
+      if !c.hasPath("check") then IndexedSeq.empty
       else
-        val block = obj(root, "reactions", "reactions")
-        defaults ++ block.asScala.map { (status, v) =>
-          val code = status.toIntOption.filter(s => s >= 100 && s <= 599).getOrElse(fail(v, s"reactions: '$status' is not an HTTP status"))
-          val reaction = Reaction.values.find(_.key == String.valueOf(v.unwrapped))
-            .getOrElse(fail(v, s"reactions.$status must be one of ${Reaction.values.map(_.key).mkString(", ")}"))
-          code -> reaction
+        val values = c.getValue("check") match
+          case l: ConfigList => l.asScala.toIndexedSeq
+          case v => IndexedSeq(v)
+        values.map { v =>
+          val text = String.valueOf(v.unwrapped)
+          if text.contains("{{") then fail(v, s"$what.check is an expression, without {{ }}: like check = \"archiveSha == checksum\"")
+          compileCall(s"{{$text}}", v, atJoin = false, Escape.None, s"$what.check", replied = true)
         }
 
+    /** Tries of a failed call within its cycle: `retry { tries = 3, delay = 2s..15s }`. */
+    private def retryOf(c: Config, what: String): Option[Retry] =
+      Option.when(c.hasPath("retry")) {
+        val block = obj(c, "retry", s"$what.retry")
+        keysOf(block, Set("tries", "delay"), s"$what.retry")
+        val r = block.toConfig
+        if !r.hasPath("tries") then fail(block, s"$what.retry has no tries: say how many, the first included, like retry { tries = 3, delay = 2s..15s }")
+        val tries = try r.getInt("tries") catch case _: ConfigException => failAt(r, "tries", s"$what.retry.tries must be a whole number")
+        if tries < 2 || tries > 100 then failAt(r, "tries", s"$what.retry.tries must be from 2 to 100, the first try included (got $tries)")
+        Retry(tries, if r.hasPath("delay") then spread(r, "delay", s"$what.retry.delay") else Spread(1_000_000_000L, 1_000_000_000L))
+      }
+
+    /** A length of time, or a range a device picks from at random: `5s`, `2s..15s`. */
+    private def spread(c: Config, path: String, what: String): Spread =
+      val value = c.getValue(path)
+      val text = String.valueOf(value.unwrapped).trim
+      val problem = s"$what must be a duration or a range of them, like 5s or 2s..15s (got '$text')"
+      def nanos(t: String): Long =
+        try ConfigFactory.empty.withValue("d", ConfigValueFactory.fromAnyRef(t.trim)).getDuration("d").toNanos
+        catch case _: ConfigException => fail(value, problem)
+      val (min, max) = text.split("\\.\\.", -1) match
+        case Array(one) => (nanos(one), nanos(one))
+        case Array(from, to) => (nanos(from), nanos(to))
+        case _ => fail(value, problem)
+      if min < 0 || max < min then fail(value, s"$what: the range must run from a duration to one as long or longer (got '$text')")
+      if max > 180L * 24 * 3600 * 1_000_000_000L then fail(value, s"$what must be at most 180d (got '$text')")
+      Spread(min, max)
+
+    /** How long a call waits for its reply, in nanoseconds: its own `timeout`, else the profile's; 0: the run's. */
+    private def timeoutOf(c: Config, what: String): Long =
+      if c.hasPath("timeout") then
+        duration(c, "timeout", what).getOrElse(failAt(c, "timeout", s"$what.timeout must be a positive duration, like 10s")).toNanos
+      else profileTimeout
+
+    private val profileTimeout: Long =
+      if !root.hasPath("timeout") then 0
+      else duration(root, "timeout", "timeout").getOrElse(failAt(root, "timeout", "timeout must be a positive duration, like 10s")).toNanos
+
     private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-    private val HttpKeys = Set("method", "headers", "keep")
-    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++ BodyKeys
+    /** What a call to a path or url may have and a publish may not. */
+    private val HttpKeys = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
+    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
+      BodyKeys + "retry"
 
     /** A variable set for templates of one place: identity, constants, per-call values, kept values
       * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).
       */
-    private def callVariables(atJoin: Boolean): String => Option[Either[String, Variable[CallScope]]] =
+    private def callVariables(atJoin: Boolean, replied: Boolean): String => Option[Either[String, Variable[CallScope]]] =
       name =>
         identityFields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(declared.get(name).map { d =>
-          val unread = !d.explicitDefault && (atJoin || !d.keptAtJoin)
+          val unread = !replied && !d.explicitDefault && (atJoin || !d.keptAtJoin)
           if unread then
             Left(s"'$name' is read from a reply ${if atJoin then "and the first join has read none yet" else "after the join, so the first calls would have no value for it"}: give it a default in its keep block")
           else
@@ -389,8 +551,9 @@ object ProfileLoader:
     private def compile[S <: Scope](text: String, at: ConfigValue, variables: Map[String, Variable[S]], escape: Escape, what: String): Template[S] =
       Template.compile[S](text, variables.get, escape, slots, variables.keys).fold(e => fail(at, s"$what: $e"), t => t)
 
-    private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String): Template[CallScope] =
-      val lookup = callVariables(atJoin)
+    /** @param replied read once the reply's values are kept (a check): every kept value may be named */
+    private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false): Template[CallScope] =
+      val lookup = callVariables(atJoin, replied)
       val problems = mutable.ArrayBuffer.empty[String]
       val known = identityFields.keys ++ perCall.keys ++ declared.keys
       val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
@@ -410,13 +573,13 @@ object ProfileLoader:
     private def publish(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
       val c = block.toConfig
       if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\", or a url to fetch")
-      HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain and a body"))
+      HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain, retry and a body"))
       val topic = compileCall(string(c, "topic"), c.getValue("topic"), atJoin = false, Escape.None, s"$what.topic")
       val qos = qosOf(c, "qos", what, default = 1)
       val retain = c.hasPath("retain") && boolean(c, "retain", what)
       val body = bodyOf(c, what, atJoin = false).map(_._1)
-      TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Map.empty, Set.empty,
-        message, walkBase, qos, retain)
+      TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Answers(null, Map.empty, Set.empty, Map.empty),
+        message, walkBase, qos, retain, retry = retryOf(c, what))
 
     private def qosOf(c: Config, path: String, what: String, default: Int): Int =
       if !c.hasPath(path) then default
@@ -443,10 +606,18 @@ object ProfileLoader:
         case _ =>
           val form = obj(c, "form", s"$what.form")
           val fields = form.keySet.asScala.toSeq.sortBy(k => form.get(k).origin.lineNumber)
-          // key=value&key=value: names encoded once here, values by the template.
+          // key=value&key=value, in the order written: names encoded once here, values by the template.
           val text = fields.map(k => encodeLiterals(k) + "=" + encodeLiterals(String.valueOf(form.get(k).unwrapped))).mkString("&")
-          (compileCall(text, form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
+          (compileCall(text + formTrailer(c, what), form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
       }
+
+    /** What ends a form: `&` when its form-encoding asks for a trailing separator (a shell agent's `a=1&b=2&`). */
+    private def formTrailer(c: Config, what: String): String =
+      if !c.hasPath("form-encoding") then ""
+      else
+        val block = obj(c, "form-encoding", s"$what.form-encoding")
+        keysOf(block, Set("trailing-separator"), s"$what.form-encoding")
+        if block.toConfig.hasPath("trailing-separator") && boolean(block.toConfig, "trailing-separator", s"$what.form-encoding") then "&" else ""
 
     /** Headers that say how the request is framed or the connection used: a profile's would contradict fleetsim's own. */
     private val FramingHeaders = Seq("Content-Length", "Transfer-Encoding", "Connection")
@@ -456,6 +627,7 @@ object ProfileLoader:
         notAdmitted: Set[Int], target: String): TemplateCall =
       val c = block.toConfig
       if !c.hasPath(target) then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
+      if c.hasPath("form-encoding") && !c.hasPath("form") then failAt(c, "form-encoding", s"$what.form-encoding is for a form body: add form { ... } or remove it")
       if target == "url" then
         if c.hasPath("topic") then failAt(c, "topic", s"$what has both a url and a topic: a call either fetches a url or publishes")
         if !string(c, "url").contains("{{") && UrlTransport.split(string(c, "url")).isEmpty then
@@ -482,21 +654,27 @@ object ProfileLoader:
       val headers =
         if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
         else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
-      TemplateCall(kindOf(block.get(target)), method, path, headers, body, keepsOf(block, what), reactions, notAdmitted, message, walkBase,
-        toUrl = target == "url")
+      val kind = kindOf(block.get(target))
+      TemplateCall(kind, method, path, headers, body, keepsOf(block, what), answersOf(c, kind, what, notAdmitted), message, walkBase,
+        toUrl = target == "url", checksOf(c, what), retryOf(c, what), timeoutOf(c, what))
 
     /** The values a call's reply (or a push) is read for, each with the way it is read. */
     private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =
       Option(block.get("keep")).collect { case k: ConfigObject => k }.toIndexedSeq.flatMap { keep =>
         keep.keySet.asScala.toSeq.map { key =>
           val spec = keep.get(key).asInstanceOf[ConfigObject].toConfig
-          val ways = Seq("json", "regex", "header").filter(spec.hasPath)
-          if ways.size != 1 then fail(keep.get(key), s"$what.keep.$key: say how to read it with one of json = \"/pointer\", regex = \"id: (\\\\S+)\", header = \"X-Name\"")
+          val ways = Seq("json", "regex", "header", "digest").filter(spec.hasPath)
+          if ways.size != 1 then fail(keep.get(key), s"$what.keep.$key: say how to read it with one of json = \"/pointer\", regex = \"id: (\\\\S+)\", header = \"X-Name\", digest = sha256")
           val reading = ways.head match
             case "json" => Reading.Json(JsonPointer.compile(string(spec, "json")).fold(e => failAt(spec, "json", s"$what.keep.$key: $e"), t => t))
             case "regex" =>
               try Reading.Regex(Pattern.compile(string(spec, "regex"), Pattern.MULTILINE))
               catch case e: PatternSyntaxException => failAt(spec, "regex", s"$what.keep.$key: bad regular expression: ${e.getDescription} at ${e.getIndex}")
+            case "digest" => string(spec, "digest") match
+              case "md5" => Reading.Digest("MD5")
+              case "sha1" => Reading.Digest("SHA-1")
+              case "sha256" => Reading.Digest("SHA-256")
+              case other => failAt(spec, "digest", s"$what.keep.$key.digest must be md5, sha1 or sha256 (got '$other')")
             case _ => Reading.Header(string(spec, "header"))
           Keep(resolved(declared(key).slot), reading, required = !spec.hasPath("default"))
         }
@@ -581,13 +759,16 @@ object ProfileLoader:
       if !mqtt && !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
       if root.hasPath("pushes") then keysOf(obj(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
       val joinBlock = Option.when(!mqtt)(obj(root, "join", "join"))
-      joinBlock.foreach(keysOf(_, CallKeys + "not-admitted", "join"))
-      val notAdmitted = joinBlock.map(_.toConfig).fold(Set.empty[Int]) { j =>
+      val resumeBlock = Option.when(root.hasPath("resume"))(obj(root, "resume", "resume"))
+      for (b, what) <- joinBlock.map(_ -> "join") ++ resumeBlock.map(_ -> "resume") do keysOf(b, CallKeys + "not-admitted", what)
+      def notAdmitted(block: ConfigObject, what: String) =
+        val j = block.toConfig
         if !j.hasPath("not-admitted") then Set(403)
         else
           try j.getIntList("not-admitted").asScala.map(_.intValue).toSet
-          catch case _: ConfigException => failAt(j, "not-admitted", "join.not-admitted must be a list of statuses, like [403]")
-      }
+          catch case _: ConfigException => failAt(j, "not-admitted", s"$what.not-admitted must be a list of statuses, like [403]")
+      if resumeBlock.isDefined && seededColumns.isEmpty then
+        fail(root.getValue("resume"), "resume is the call of a device that starts known: give identity.csv columns named like the values it keeps (id, key, ...), and devices whose row holds them all resume")
       // Trigger values first: templates may name a trigger's own value.
       val triggerSpecs = triggerBlocks.map { (name, t) =>
         val c = t.toConfig
@@ -603,13 +784,19 @@ object ProfileLoader:
         val applied = own(string(w, mine), announced)
         (name, t, test, announced, applied)
       }
-      val join = joinBlock.map(call(_, v => kind("join", periodic = false, v), "join", atJoin = true, message = -1, notAdmitted))
+      /** The join's and resume's kind: its name, if it gives one. */
+      def named(block: ConfigObject, default: String) =
+        (v: ConfigValue) => kind(if block.toConfig.hasPath("name") then string(block.toConfig, "name") else default, periodic = false, v)
+      val join = joinBlock.map(b => call(b, named(b, "join"), "join", atJoin = true, message = -1, notAdmitted(b, "join")))
+      val resume = resumeBlock.map(b => call(b, named(b, "resume"), "resume", atJoin = true, message = -1, notAdmitted(b, "resume")))
       val messages = messageBlocks.zipWithIndex.map { case ((name, m), i) =>
-        keysOf(m, CallKeys ++ Set("interval", "jitter", "liveness", "max-failures", "requests"), s"messages.$name")
+        keysOf(m, CallKeys ++ Set("interval", "jitter", "liveness", "max-failures", "requests", "first"), s"messages.$name")
         val c = m.toConfig
         val k = kind(name, periodic = true, m)
         val calls = callBlocks(m, "requests", s"messages.$name").map { block =>
           if block ne m then keysOf(block, CallKeys, s"messages.$name.requests")
+          if block.containsKey("name") then
+            fail(block.get("name"), s"messages.$name: a message's calls are counted under the message's name ($name): rename the block to name them, and remove name")
           call(block, _ => k, s"messages.$name", atJoin = false, message = i, Set.empty)
         }
         if !c.hasPath("interval") then fail(m, s"messages.$name has no interval: like interval = 30s, or the name of a number kept at join (seconds)")
@@ -629,7 +816,16 @@ object ProfileLoader:
           if c.hasPath("max-failures") then Some(c.getInt("max-failures").max(0))
           else if c.hasPath("liveness") && c.getBoolean("liveness") then None
           else Some(0)
-        Periodic(k, calls.toIndexedSeq, interval, jitter, maxFailures)
+        val After = "after (.+)".r
+        val first: (Long, RandomGenerator) => Long = if !c.hasPath("first") then Periodic.randomPhase else string(c, "first").trim match
+          case "random-phase" => Periodic.randomPhase
+          case "at-join" => (_, _) => 0L
+          case After(range) =>
+            val delay = spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
+              s"messages.$name.first after")
+            (_, random) => delay.pick(random)
+          case other => failAt(c, "first", s"messages.$name.first must be at-join, random-phase or \"after 5s..10s\" (got '$other')")
+        Periodic(k, calls.toIndexedSeq, interval, jitter, maxFailures, first)
       }
       val triggers = triggerSpecs.map { (name, t, test, announced0, applied0) =>
         keysOf(t, CallKeys ++ Set("when", "calls"), s"triggers.$name")
@@ -665,11 +861,29 @@ object ProfileLoader:
       val pushes = Option.when(root.hasPath("pushes"))(keepsOf(obj(root, "pushes", "pushes"), "pushes"))
       // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
       val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
-      ProfiledDevice(name, kinds.toIndexedSeq, join, messages.toIndexedSeq, triggers.toIndexedSeq, walkBase + slots.count + pushes.size, texts,
+      val startDelay = Option.when(root.hasPath("start-delay"))(spread(root, "start-delay", "start-delay"))
+      val seeds = seedsOf(resume.isDefined)
+      // Last, after the walks and the push's register: the registers placed once all are known.
+      val lateBase = walkBase + slots.count + pushes.size
+      for (register, i) <- late.zipWithIndex do register.index = lateBase + i
+      ProfiledDevice(name, kinds.toIndexedSeq, join, resume, messages.toIndexedSeq, triggers.toIndexedSeq, lateBase + late.size, texts,
         login, ssh, declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
-        mqttSession)
+        mqttSession, seeds, startDelay)
+
+    /** The kept values identity.csv seeds, each row checked now: a number must be one. */
+    private def seedsOf(resumes: Boolean): Seeds =
+      if seededColumns.isEmpty then Seeds.None
+      else
+        val rows = csv.get.rows
+        val slots = seededColumns.map((column, _) => resolved(declared(column).slot)).toIndexedSeq
+        for ((column, i), slot) <- seededColumns.zip(slots) if slot.number; (row, n) <- rows.zipWithIndex.take(context.fleet.devices) do
+          if row(i).nonEmpty && ProfileValues.parseLong(row(i)) == null then
+            fail(root.getValue("identity.csv"), s"identity.csv: row ${n + 2}, column $column: '${row(i)}' is not a number, and $column is kept as one (say type = text where it is kept, or fix the row)")
+        val columns = seededColumns.map(_._2).toIndexedSeq
+        Seeds(slots, n => columns.map(rows(n)(_)), if resumes then lateRegister() else LateRegister())
 
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
+  private val StopAfter = "stop after (\\d+)".r
 
 /** The identity fields' view of a device: its number, and a random that is the same every time
   * for that device, so that what it picks it keeps.

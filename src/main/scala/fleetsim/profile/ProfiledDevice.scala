@@ -1,7 +1,7 @@
 package fleetsim.profile
 
 import fleetsim.device.*
-import fleetsim.transport.{MessageKind, Push, Reply, Request, SshEndpoint}
+import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Request, SshEndpoint}
 import fleetsim.transport.mqtt.MqttOptions
 
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
@@ -18,6 +18,7 @@ final class ProfiledDevice(
     val name: String,
     val kinds: IndexedSeq[MessageKind],
     val join: Option[Call],
+    val resume: Option[Call],
     val messages: IndexedSeq[Periodic],
     val triggers: IndexedSeq[Trigger],
     val registers: Int,
@@ -32,13 +33,26 @@ final class ProfiledDevice(
     pushKeeps: IndexedSeq[Keep],
     val pushedAt: Int,
     /** An MQTT device's connection; None for HTTP devices. */
-    val mqtt: Option[MqttOptions])
+    val mqtt: Option[MqttOptions],
+    /** Kept values a device starts with, from its identity row; and the register that says it has them all. */
+    seeds: Seeds,
+    startDelay: Option[Spread])
     extends DeviceProfile:
   def login(device: DeviceScope): String = loginTemplate.text(CallScope(device, -1, walks))
   def sshEndpoint(device: DeviceScope): Option[SshEndpoint] = ssh.flatMap { (host, port) =>
     Option(host.text(device)).filter(_.nonEmpty).map(SshEndpoint(_, port.number(device).toInt))
   }
-  def forget(device: DeviceScope): Unit = forgotten.foreach(_.reset(device))
+  def forget(device: DeviceScope): Unit =
+    forgotten.foreach(_.reset(device))
+    seeds.forget(device)
+
+  def resumes(device: DeviceScope): Boolean = resume.isDefined && seeds.known(device)
+
+  def boot(device: DeviceScope): Unit =
+    forget(device)
+    seeds.plant(device)
+
+  def startDelay(random: RandomGenerator): Long = startDelay.fold(0L)(_.pick(random))
 
   def pushed(push: Push, device: DeviceScope): Boolean =
     pushedAt >= 0 && Keep.all(pushKeeps, Reply.Response(200, push.payload), device)
@@ -130,6 +144,11 @@ object Reading:
   final case class Header(name: String) extends Reading:
     def read(reply: Reply.Response): String = reply.header(name)
 
+  /** Lowercase hex of a digest of the body's bytes (`md5`, `sha1`, `sha256`): what an agent checks an archive against. */
+  final case class Digest(algorithm: String) extends Reading:
+    def read(reply: Reply.Response): String =
+      java.util.HexFormat.of.formatHex(java.security.MessageDigest.getInstance(algorithm).digest(reply.body))
+
 /** A value kept from a reply: where it is read from, where it goes, and whether the reply is
   * unusable without it (no default).
   */
@@ -150,17 +169,70 @@ object Keep:
       i += 1
     usable
 
-/** What a status other than 2xx means, for every call of a profile. */
-enum Reaction(val key: String):
-  case Reauthenticate extends Reaction("reauthenticate")
-  case Rejoin extends Reaction("rejoin")
-  case RetryAfter extends Reaction("retry-after")
-  case Failed extends Reaction("failed")
+/** What a status a call does not expect means: for every call of a profile (`reactions`), or one call's own. */
+enum Reaction:
+  case Reauthenticate, Rejoin, RetryAfter, Failed
+  /** The device stops itself: at once, or at the `after`th such reply since the call last succeeded,
+    * counted in `counter` (`stop after 5`: an agent that exits after five 404s on its poll).
+    */
+  case Stop(after: Int, reason: String, counter: LateRegister)
+
+object Reaction:
+  /** The reactions a profile's file may name, as it names them. */
+  val Keys: Map[String, Reaction] =
+    Map("reauthenticate" -> Reauthenticate, "rejoin" -> Rejoin, "retry-after" -> RetryAfter, "failed" -> Failed)
+
+/** A register a device keeps for the profile whose place is known only once the whole profile is
+  * compiled (after the random walks every template may add): set before any device exists.
+  */
+final class LateRegister:
+  var index: Int = -1
+
+/** Kept values seeded from the identity row: a known device starts with them, and with `known` set,
+  * which says it joins with `resume`; a device whose row leaves one empty is new, and joins.
+  *
+  * @param rows each device's seeded values, by its number, in the order of `slots`
+  */
+final class Seeds(slots: IndexedSeq[Slot], rows: Int => IndexedSeq[String], known: LateRegister):
+  def plant(device: DeviceScope): Unit =
+    if slots.nonEmpty then
+      val row = rows(device.number)
+      var all = true
+      var i = 0
+      while i < slots.size do
+        val value = row(i)
+        if value.isEmpty then all = false else slots(i).store(device, value)
+        i += 1
+      if known.index >= 0 then device.registers(known.index) = if all then 1 else 0
+
+  def known(device: DeviceScope): Boolean = known.index >= 0 && device.registers(known.index) == 1
+  def forget(device: DeviceScope): Unit = if known.index >= 0 then device.registers(known.index) = 0
+
+object Seeds:
+  val None: Seeds = Seeds(IndexedSeq.empty, _ => IndexedSeq.empty, LateRegister())
+
+/** What a call makes of a reply's status.
+  *
+  * @param expected the statuses that are success; null: any 2xx. A 2xx not expected is a failure
+  *                 (`unexpectedStatus`); an expected status other than 2xx is counted ok
+  * @param own the call's own reactions, which come first
+  * @param notAdmitted statuses that mean "not yet" (at join)
+  * @param shared the profile's reactions (401, 403, 429 and 503 have defaults); any other status fails
+  */
+final class Answers(expected: Array[Boolean], own: Map[Int, Reaction], notAdmitted: Set[Int], shared: Map[Int, Reaction]):
+  def expects(status: Int): Boolean = if expected == null then status / 100 == 2 else status < expected.length && expected(status)
+  def reaction(status: Int): Option[Reaction] = own.get(status)
+  def otherwise(status: Int): Option[Reaction] = if notAdmitted(status) then None else Some(shared.getOrElse(status, Reaction.Failed))
+  /** Every counter a `stop after N` of this call keeps. */
+  val counters: IndexedSeq[LateRegister] = (own.values ++ shared.values).collect { case Reaction.Stop(_, _, c) if c != null => c }.toIndexedSeq
+  /** Whether the default: any 2xx is success, and no reply is counted toward a stop. */
+  def plain: Boolean = expected == null && counters.isEmpty
 
 /** A call rendered from templates.
   *
   * @param headers rendered header lines; constant ones rendered once
-  * @param notAdmitted statuses that mean "not yet" (at join)
+  * @param checks conditions on the reply, after its values are kept: the call fails (`checkFailed`) unless each renders `true`
+  * @param timeout how long the call waits for its reply, in nanoseconds; 0: the run's request timeout
   */
 final class TemplateCall(
     val kind: MessageKind,
@@ -169,13 +241,15 @@ final class TemplateCall(
     headers: Either[Array[Byte], IndexedSeq[(Array[Byte], Template[CallScope])]],
     body: Option[Template[CallScope]],
     keeps: IndexedSeq[Keep],
-    reactions: Map[Int, Reaction],
-    notAdmitted: Set[Int],
+    answers: Answers,
     message: Int,
     walks: Int,
     qos: Int = 0,
     retain: Boolean = false,
-    override val toUrl: Boolean = false)
+    override val toUrl: Boolean = false,
+    checks: IndexedSeq[Template[CallScope]] = IndexedSeq.empty,
+    override val retry: Option[Retry] = None,
+    timeout: Long = 0)
     extends Call:
   import TemplateCall.*
 
@@ -198,23 +272,47 @@ final class TemplateCall(
     val bytes = body match
       case Some(template) => template.bytes(scope)
       case None => Empty
-    Request(kind, method, path.text(scope), lines, bytes, qos, retain, unsafe)
+    Request(kind, method, path.text(scope), lines, bytes, qos, retain, unsafe, timeout)
 
-  override val keepsNothing: Boolean = keeps.isEmpty
+  override val keepsNothing: Boolean = keeps.isEmpty && checks.isEmpty && answers.plain
 
   def read(reply: Reply, device: DeviceScope): Outcome = reply match
-    case r: Reply.Response if r.ok => if Keep.all(keeps, r, device) then Outcome.Ok else Outcome.Unreadable
-    case r: Reply.Response if notAdmitted(r.status) => Outcome.NotAdmitted
     case r: Reply.Response =>
-      reactions.getOrElse(r.status, Reaction.Failed) match
-        case Reaction.Reauthenticate => Outcome.Reauthenticate
-        case Reaction.Rejoin => Outcome.Rejoin
-        case Reaction.RetryAfter => Outcome.RetryAfter(retryAfter(r.header("Retry-After")))
-        case Reaction.Failed => Outcome.Failed
+      answers.reaction(r.status) match
+        case Some(reaction) => react(reaction, r, device)
+        case None =>
+          if answers.expects(r.status) then
+            answers.counters.foreach(c => device.registers(c.index) = 0)
+            if !Keep.all(keeps, r, device) then Unreadable
+            else if !passes(device) then CheckFailed
+            else Outcome.Ok
+          else if r.ok then UnexpectedStatus
+          else answers.otherwise(r.status).fold(Outcome.NotAdmitted)(react(_, r, device))
     case _: Reply.Failed => Outcome.Failed
+
+  private def react(reaction: Reaction, r: Reply.Response, device: DeviceScope): Outcome = reaction match
+    case Reaction.Reauthenticate => Outcome.Reauthenticate
+    case Reaction.Rejoin => Outcome.Rejoin
+    case Reaction.RetryAfter => Outcome.RetryAfter(retryAfter(r.header("Retry-After")))
+    case Reaction.Failed => Outcome.Failed
+    case Reaction.Stop(after, reason, counter) =>
+      if after <= 1 then Outcome.Stop(reason)
+      else
+        val seen = device.registers(counter.index) + 1
+        device.registers(counter.index) = seen
+        if seen >= after then Outcome.Stop(reason) else Outcome.Failed
+
+  private def passes(device: DeviceScope): Boolean =
+    checks.isEmpty || {
+      val scope = CallScope(device, message, walks)
+      checks.forall(_.text(scope) == "true")
+    }
 
 object TemplateCall:
   private val Empty = Array.emptyByteArray
+  private val Unreadable = Outcome.Unusable(FailureReason.Unreadable)
+  private val CheckFailed = Outcome.Unusable(FailureReason.CheckFailed)
+  private val UnexpectedStatus = Outcome.Unusable(FailureReason.UnexpectedStatus)
 
   /** Whether `text` from `from` on holds CR, LF or NUL: bytes no header value may carry (RFC 9110 §5.5). */
   def breaksLine(text: CharSequence, from: Int = 0): Boolean =

@@ -105,10 +105,10 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   private[transport] def expire(now: Long): Unit =
     val stuck = synchronized {
       val oldest = calls.peek()
-      if oldest == null || oldest.deadline - now >= 0 then false // nothing overdue: most connections, most ticks
+      if oldest == null then false
       else
-        val overdue = calls.iterator.asScala.takeWhile(_.deadline - now < 0) // deadlines rise along the queue
-        overdue.foreach(_.reply.trySuccess(Reply.Failed(FailureReason.TimedOut)))
+        // A call's own timeout (a profile's) may end it before the calls ahead of it: every call is looked at.
+        calls.forEach(call => if call.deadline - now < 0 then call.reply.trySuccess(TimedOut))
         val stuck = oldest.deadline + deadlines.timeout.toNanos - now < 0 && why.isEmpty
         if stuck then
           why = Some(FailureReason.TimedOut)
@@ -191,6 +191,7 @@ object PipelinedConnection:
 
   /** What a call no connection takes gets: one instance for all. */
   val Overloaded: Reply = Reply.Failed(FailureReason.Overloaded)
+  private val TimedOut: Reply = Reply.Failed(FailureReason.TimedOut)
 
   /** Renders `request` and hands the call to `place`, which puts it on a connection; an unsafe
     * request is refused unsent ([[Http1.refuse]]).
@@ -199,7 +200,7 @@ object PipelinedConnection:
     val bytes = renderer.render(request)
     if bytes == null then Http1.refuse(request)
     else
-      val call = Call(bytes, request.idempotent, deadlines.deadline())
+      val call = Call(bytes, request.idempotent, deadlines.deadline(request.timeout))
       place(call)
       call.reply.future
 
@@ -225,8 +226,8 @@ final class Deadlines(val timeout: FiniteDuration, keepAlive: Option[FiniteDurat
     for limit <- keepAlive if ticks % idleEvery == 0 do idling.forEach(_.closeIfIdle(now, limit.toNanos))
   }(using system.executionContext)
 
-  /** The deadline of a call sent now. */
-  def deadline(): Long = System.nanoTime() + timeout.toNanos
+  /** The deadline of a call sent now that may wait `own` nanoseconds for its reply; 0: the timeout. */
+  def deadline(own: Long = 0): Long = System.nanoTime() + (if own > 0 then own else timeout.toNanos)
 
   def watch(connection: PipelinedConnection): Unit = connections.add(connection)
   def unwatch(connection: PipelinedConnection): Unit = connections.remove(connection)

@@ -21,9 +21,10 @@ final case class MessageKind(key: String, index: Int, periodic: Boolean)
   * @param qos an MQTT publish's QoS, 0 or 1; and whether the broker retains it
   * @param unsafe why the call cannot be sent as rendered (a header value holding CR, LF or NUL, which
   *               would end the header or start a second request), or null: it can
+  * @param timeout how long the call may wait for its reply, in nanoseconds; 0: the transport's own timeout
   */
 final case class Request(kind: MessageKind, method: String, path: String, headers: Array[Byte], body: Array[Byte], qos: Int = 0,
-    retain: Boolean = false, unsafe: String = null):
+    retain: Boolean = false, unsafe: String = null, timeout: Long = 0):
   /** RFC 9110 §9.2.2: sent twice, it does what it does once, so a call lost to a closing connection may be sent again. */
   def idempotent: Boolean = method match
     case "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE" => true
@@ -78,6 +79,10 @@ enum FailureReason(val key: String):
   case TooLarge extends FailureReason("tooLarge")
   /** A 2xx reply that lacks a value the profile keeps without a default, or holds one of the wrong type. */
   case Unreadable extends FailureReason("unreadable")
+  /** A 2xx the call does not expect (its `expect` names the statuses that are success, like [201]). */
+  case UnexpectedStatus extends FailureReason("unexpectedStatus")
+  /** The reply failed one of the call's `check`s (a digest that does not match the one announced, say). */
+  case CheckFailed extends FailureReason("checkFailed")
   /** Not sent: a value rendered into a header holds CR, LF or NUL, which would change the request's framing. */
   case UnsafeValue extends FailureReason("unsafeValue")
   /** The SSH server refused the device's credentials: like a 403, the device must join again. */
