@@ -90,12 +90,12 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       closed = true
       Future.successful(Done)
 
-  private final class Probed(moves: ActorRef[Moved]) extends DeviceEvents:
+  private final class Probed(moves: ActorRef[Moved], halts: ActorRef[String]) extends DeviceEvents:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
     def late(kind: MessageKind, nanos: Long): Unit = ()
     def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit = ()
-    def halted(reason: String): Unit = ()
+    def halted(reason: String): Unit = halts ! reason
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
 
@@ -104,8 +104,9 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val moves = TestProbe[Moved]()
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
+    val halts = TestProbe[String]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -131,9 +132,11 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(ConfigDownloading, Reporting)
       tunnel
 
-    def nextCall(kind: ApiCall): Call =
+    def nextCall(kind: ApiCall): Call = next(kind.key)
+
+    def next(kind: String): Call =
       val call = calls.expectMessageType[Call]
-      assert(call.request.kind.key == kind.key, s"expected a $kind call, got ${call.request}")
+      assert(call.request.kind.key == kind, s"expected a $kind call, got ${call.request}")
       call
 
     def expectMove(from: DeviceState, to: DeviceState): Unit = moves.expectMessage(Moved(Some(from), to))
@@ -347,4 +350,91 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       stale.ok(HeartbeatReply(5)) // from the old session: must not start a download
       moves.expectNoMessage(50.millis)
       nextCall(ApiCall.Join)
+  }
+
+  /** An agent as a shell script is one: it sleeps before it registers, polls at once, tries again, and exits. */
+  private lazy val agent = profileFile("agent", """
+    name = agent
+    start-delay = 2s
+    join {
+      name = register
+      path = "/register"
+      form { mac = "{{mac}}" }
+      form-encoding { trailing-separator = true }
+      expect = [201]
+      reactions { 403 = stop }
+      retry { tries = 3, delay = 1s }
+      keep { id { regex = "id: (\\S+)", type = text } }
+    }
+    messages {
+      poll {
+        interval = 30s
+        first = at-join
+        path = "/devices/{{id}}/checksum"
+        reactions { 404 = "stop after 3" }
+        keep { checksum { regex = "(\\S+)", type = text, default = "" } }
+      }
+    }
+    """)
+
+  private def profileFile(name: String, text: String): String =
+    val file = java.nio.file.Files.createTempFile(name, ".conf")
+    file.toFile.deleteOnExit()
+    java.nio.file.Files.writeString(file, text)
+    file.toString
+
+  private def text(status: Int, body: String) = Reply.Response(status, body.getBytes(UTF_8))
+
+  "A device playing an agent" should {
+    "wait its start delay, register by its own name with the form as written, and poll at once" in new Fixture(profile = agent):
+      quietFor(1900.millis, calls)
+      pass(100.millis)
+      val register = next("register")
+      assert(String(register.request.body, UTF_8) == "mac=02%3A00%3A00%3A00%3A00%3A07&")
+      register.answer(text(201, "id: ap7\n"))
+      expectMove(Discovering, Reporting)
+      assert(next("poll").request.path == "/devices/ap7/checksum") // no time passed: first = at-join
+
+    "try a register the controller answers unexpectedly again within its cycle, then back off" in new Fixture(profile = agent):
+      pass(2.seconds)
+      next("register").answer(text(200, "id: ap7\n")) // 200 is not the 201 it expects
+      val (first, again) = timeUntil(calls)
+      assert(first >= 900.millis && again.request.kind.key == "register")
+      again.answer(Reply.Failed(FailureReason.TimedOut))
+      val (second, last) = timeUntil(calls)
+      assert(second >= 900.millis && last.request.kind.key == "register")
+      last.answer(text(200, "id: ap7\n"))
+      expectMove(Discovering, Backoff) // three tries, all failed: the cycle failed
+
+    "stop itself on 403 at register, and start again, as after a reboot, when restarted" in new Fixture(profile = agent):
+      pass(2.seconds)
+      next("register").answer(Forbidden)
+      expectMove(Discovering, Stopped)
+      halts.expectMessage("register: 403")
+      quietFor(60.seconds, calls)
+      device ! Device.Restart
+      expectMove(Stopped, Discovering)
+      quietFor(1900.millis, calls) // its start delay again
+      pass(100.millis)
+      next("register")
+
+    "stop itself after three 404s on its poll, counting only since its last success" in new Fixture(profile = agent):
+      pass(2.seconds)
+      next("register").answer(text(201, "id: ap7\n"))
+      expectMove(Discovering, Reporting)
+      val NotFound = text(404, "")
+      next("poll").answer(NotFound)
+      pass(30.seconds)
+      next("poll").answer(NotFound)
+      pass(30.seconds)
+      next("poll").answer(text(200, "abc\n")) // found again: the count starts afresh
+      for _ <- 1 to 2 do
+        pass(30.seconds)
+        next("poll").answer(NotFound)
+      halts.expectNoMessage(50.millis)
+      pass(30.seconds)
+      next("poll").answer(NotFound)
+      expectMove(Reporting, Stopped)
+      halts.expectMessage("poll: 404 x3")
+      quietFor(90.seconds, calls)
   }
