@@ -348,7 +348,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     while i < profile.messages.size do
       registers(Registers.failures(i)) = 0
       registers(Registers.seq(i)) = 0
-      registers(Registers.dueAt(i)) = schedule(due(i), profile.messages(i).first(interval(i), random).nanos)
+      registers(Registers.dueAt(i)) = schedule(due(i), profile.messages(i).first.delay(interval(i), random).nanos)
       i += 1
     if !update() then enter(Reporting)
 

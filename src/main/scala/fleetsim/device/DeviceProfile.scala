@@ -81,21 +81,44 @@ final case class Retry(tries: Int, delay: Spread)
 /** A random length of time from `min` to `max` nanoseconds (a HOCON `2s..15s`; one value for both). */
 final case class Spread(min: Long, max: Long):
   def pick(random: RandomGenerator): Long = if max <= min then min else min + (random.nextDouble() * (max - min)).toLong
+  override def toString: String = if min == max then Spread.show(min) else s"${Spread.show(min)}..${Spread.show(max)}"
+
+object Spread:
+  /** 2s, 1500ms: as a profile would write it. */
+  def show(nanos: Long): String =
+    if nanos % 1_000_000_000L == 0 then s"${nanos / 1_000_000_000L}s"
+    else if nanos % 1_000_000L == 0 then s"${nanos / 1_000_000L}ms"
+    else s"${nanos}ns"
 
 /** A message sent on a schedule: a round of one or more calls every interval.
   *
   * @param jitter each send moves by up to this fraction of the interval, either way; None = the device setting
   * @param maxFailures failed rounds in a row that send the device to Backoff; 0 = never, None = the
   *                    device's max-lost-heartbeats
-  * @param first when the first round is sent after the session starts, from the interval (ns) and a
-  *              random: by default a random phase of the interval, so a fleet that joined together
-  *              does not report together
+  * @param first when the first round is sent once the session starts
   */
 final case class Periodic(kind: MessageKind, calls: IndexedSeq[Call], interval: DeviceScope => Long, jitter: Option[Double],
-    maxFailures: Option[Int], first: (Long, RandomGenerator) => Long = Periodic.randomPhase)
+    maxFailures: Option[Int], first: First = First.RandomPhase)
 
-object Periodic:
-  val randomPhase: (Long, RandomGenerator) => Long = (interval, random) => (interval * random.nextDouble()).toLong
+/** When a message's first round is sent once a session starts. */
+enum First:
+  /** At a random phase of its interval, the default: a fleet that joined together must not report together. */
+  case RandomPhase
+  /** At once: an agent that polls as soon as it has registered. */
+  case AtJoin
+  /** After a random pause from a range. */
+  case After(delay: Spread)
+
+  /** Nanoseconds from the session's start, for a message sent every `interval` nanoseconds. */
+  def delay(interval: Long, random: RandomGenerator): Long = this match
+    case RandomPhase => (interval * random.nextDouble()).toLong
+    case AtJoin => 0
+    case After(spread) => spread.pick(random)
+
+  override def toString: String = this match
+    case RandomPhase => "random-phase"
+    case AtJoin => "at-join"
+    case After(spread) => s"after $spread"
 
 /** Brings a device up to date: when `due`, the device is ConfigDownloading while `calls` run in
   * order (a download, then a report that it was applied); once all succeed, `applied`.

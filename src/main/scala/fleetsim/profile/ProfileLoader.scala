@@ -1,7 +1,7 @@
 package fleetsim.profile
 
 import com.typesafe.config.*
-import fleetsim.device.{DeviceScope, Periodic, Registers, Retry, Spread, Trigger}
+import fleetsim.device.{DeviceScope, First, Periodic, Registers, Retry, Spread, Trigger}
 import fleetsim.Csv
 import fleetsim.fleet.FleetSettings
 import fleetsim.transport.{ConnectionMode, MessageKind, ReplyLimits, UrlTransport}
@@ -817,13 +817,12 @@ object ProfileLoader:
           else if c.hasPath("liveness") && c.getBoolean("liveness") then None
           else Some(0)
         val After = "after (.+)".r
-        val first: (Long, RandomGenerator) => Long = if !c.hasPath("first") then Periodic.randomPhase else string(c, "first").trim match
-          case "random-phase" => Periodic.randomPhase
-          case "at-join" => (_, _) => 0L
+        val first = if !c.hasPath("first") then First.RandomPhase else string(c, "first").trim match
+          case "random-phase" => First.RandomPhase
+          case "at-join" => First.AtJoin
           case After(range) =>
-            val delay = spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
-              s"messages.$name.first after")
-            (_, random) => delay.pick(random)
+            First.After(spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
+              s"messages.$name.first after"))
           case other => failAt(c, "first", s"messages.$name.first must be at-join, random-phase or \"after 5s..10s\" (got '$other')")
         Periodic(k, calls.toIndexedSeq, interval, jitter, maxFailures, first)
       }
