@@ -9,9 +9,10 @@ import scala.collection.mutable
 
 /** Checks a JSON body's template at load, so that a body no device could send as JSON is refused
   * before any device starts. Each `{{...}}` renders with a sample of its type — a text as text, a
-  * number as a number, each choice of a `pick` in turn — and what comes out is read by a strict
-  * JSON parser (RFC 8259: no single quotes, bare keys, trailing commas, NaN). A text must stand
-  * inside quotes, where it is escaped; a number may stand bare.
+  * number as a number, each choice of a `pick` and each branch of an `if` in turn (whatever its
+  * condition says of the samples) — and what comes out is read by a strict JSON parser (RFC 8259:
+  * no single quotes, bare keys, trailing commas, NaN). A text must stand inside quotes, where it is
+  * escaped; a number may stand bare.
   */
 private[profile] object JsonBody:
   /** How a number stands in: any of them renders as a JSON number. */
@@ -31,23 +32,33 @@ private[profile] object JsonBody:
   def sampleOf(values: Iterable[String]): String =
     values.find(v => parse(v).isDefined).orElse(values.headOption).getOrElse(Text)
 
-  /** `text` rendered with `samples` for its variables: how a value built from others stands in. */
+  /** `text` rendered with `samples` for its variables: how a value built from others stands in. Of its
+    * renderings with each pick's choice and each if's branch, the one [[sampleOf]] takes.
+    */
   def sample(text: String, samples: Map[String, String], escape: Escape): String =
-    Template.compile[Scope](text, lookup(samples), escape, Slots()).fold(_ => Text, _.text(SampleScope()))
+    compile(text, samples, escape).fold(Text) { template =>
+      val scope = SampleScope()
+      val renderings = mutable.ArrayBuffer.empty[String]
+      while
+        renderings += template.text(scope)
+        renderings.size < MaxRounds && scope.choices.next()
+      do ()
+      sampleOf(renderings)
+    }
 
   /** None if `text`, rendered with each variable as `samples` has it, is JSON whatever its picks
-    * choose; else why not, where in `text`, and how to fix it: "(reason at column N): hint".
+    * and ifs choose; else why not, where in `text`, and how to fix it: "(reason at column N): hint".
     * `text` has compiled already: a mistake in a template is that compile's to report.
     */
   def check(text: String, samples: Map[String, String], escape: Escape): Option[String] =
     val syntax = TemplateSyntax(text)
     val parsed = try Some(syntax.parse()) catch case _: TemplateError => None
     // Each interpolation on its own, so that what is wrong can be pinned on one as written.
-    val values = parsed.toSeq.flatMap(_.places.map((from, to) => Template.compile[Scope](text.substring(from, to), lookup(samples), escape, Slots())))
-    if parsed.isEmpty || values.exists(_.isLeft) then None
+    val values = parsed.toSeq.flatMap(_.places.map((from, to) => compile(text.substring(from, to), samples, escape)))
+    if parsed.isEmpty || values.exists(_.isEmpty) then None
     else
       val Parsed(literals, _, places) = parsed.get
-      val templates = values.map(_.toOption.get)
+      val templates = values.map(_.get)
       val scope = SampleScope()
       var problem = Option.empty[String]
       var rounds = 0
@@ -74,8 +85,11 @@ private[profile] object JsonBody:
         rounds += 1
       problem
 
-  private def lookup(samples: Map[String, String]): String => Option[Variable[Scope]] =
-    name => Some(Constant(samples.getOrElse(name, Text)))
+  /** `text` with `samples` for its variables, and each `if` a pick of its branches. */
+  private def compile(text: String, samples: Map[String, String], escape: Escape): Option[Template[Scope]] =
+    val lookup = (name: String) => Some(Constant(samples.getOrElse(name, Text)))
+    try Some(TemplateCompiler[Scope](text, lookup, Nil, escape, Slots(), everyBranch = true).compile())
+    catch case _: TemplateError => None
 
   /** Where in the template the rendered text's character `at` comes from, it being literal text. */
   private def inTemplate(at: Int, spans: Seq[(Int, Int)], places: Seq[(Int, Int)]): Int =

@@ -6,9 +6,12 @@ import scala.util.Try
 
 /** Turns a template's text into a [[Template]]: names resolved, functions and their literal arguments
   * checked, walk slots handed out, and everything that does not vary per call worked out now.
+  *
+  * @param everyBranch each `if` whose condition varies becomes a `pick` of its two branches, so that
+  *                    renderings that try every pick's choices ([[JsonBody]]) try both branches
   */
 private[profile] final class TemplateCompiler[S <: Scope](text: String, lookup: String => Option[Variable[S]],
-    known: Iterable[String], escape: Escape, slots: Slots):
+    known: Iterable[String], escape: Escape, slots: Slots, everyBranch: Boolean = false):
   import TemplateFunction.*
 
   private val syntax = TemplateSyntax(text)
@@ -40,25 +43,45 @@ private[profile] final class TemplateCompiler[S <: Scope](text: String, lookup: 
     case Expr.Ref(name, from, _) => variable(name, from)
     case Expr.Concat(parts, _, _) =>
       val built = parts.map(build)
-      val texts = built.collect { case constant: Constant => constant.text }
-      if texts.size == built.size then Constant(texts.mkString) else Concatenation(built.toArray)
+      folded(Concatenation(built.toArray), built)
+    case Expr.Compare(comparison, left, right, _, _) =>
+      val sides = Vector(build(left), build(right))
+      folded(Compared(sides(0), sides(1), comparison), sides)
+    case Expr.And(parts, _, _) =>
+      val built = parts.map(build)
+      folded(Logic(built.toArray, and = true), built)
+    case Expr.Or(parts, _, _) =>
+      val built = parts.map(build)
+      folded(Logic(built.toArray, and = false), built)
+    case Expr.Not(operand, _, _) =>
+      val built = build(operand)
+      folded(Negation(built), Seq(built))
     case call: Expr.Call =>
       val function = TemplateFunction.byName.getOrElse(call.name, unknownFunction(call))
       val count = call.args.size
       if count < function.minArgs || count > function.maxArgs then
         fail(s"${function.name} at ${where(call.from)} takes ${function.arity} (${function.params}), got $count")
       val value = compileCall(function, call)
-      if function.deterministic && call.args.forall(isConstant) then
-        val out = java.lang.StringBuilder()
-        // A deterministic function of constants never reads the scope.
-        value.appendTo(null.asInstanceOf[S], out)
-        Constant(out.toString)
-      else value
+      if function.deterministic && call.args.forall(isConstant) then Constant(rendered(value)) else value
+
+  /** `value` worked out now if what it reads, `parts`, are all constants. */
+  private def folded(value: Variable[S], parts: Seq[Variable[S]]): Variable[S] =
+    if parts.forall(_.isInstanceOf[Constant]) then Constant(rendered(value)) else value
+
+  /** The text of a value built from constants by deterministic functions: it never reads the scope. */
+  private def rendered(value: Variable[S]): String =
+    val out = java.lang.StringBuilder()
+    value.appendTo(null.asInstanceOf[S], out)
+    out.toString
 
   private def isConstant(expression: Expr): Boolean = expression match
     case _: Expr.Str | _: Expr.Num => true
     case _: Expr.Ref => false
     case Expr.Concat(parts, _, _) => parts.forall(isConstant)
+    case Expr.Compare(_, left, right, _, _) => isConstant(left) && isConstant(right)
+    case Expr.And(parts, _, _) => parts.forall(isConstant)
+    case Expr.Or(parts, _, _) => parts.forall(isConstant)
+    case Expr.Not(operand, _, _) => isConstant(operand)
     case Expr.Call(name, args, _, _) => TemplateFunction.byName(name).deterministic && args.forall(isConstant)
 
   private def variable(name: String, from: Int): Variable[S] =
@@ -129,6 +152,15 @@ private[profile] final class TemplateCompiler[S <: Scope](text: String, lookup: 
         if width < 1 || width > ZeroPadded.MaxWidth then
           fail(s"pad at ${where(call.args(1).from)}: width must be from 1 to ${ZeroPadded.MaxWidth}, got $width")
         ZeroPadded(arg(0), width.toInt)
+      case If =>
+        val condition = arg(0)
+        val yes = arg(1)
+        val no = arg(2)
+        // A sample stands in for a variable as a constant: only a literal condition picks one branch then.
+        if everyBranch && !isConstant(call.args(0)) then Choice(Array(yes, no))
+        else condition match
+          case known: Constant => if Truth.of(known.text, 0, known.text.length) then yes else no
+          case _ => Conditional(condition, yes, no)
 
   /** A literal whole-number argument. */
   private def whole(call: Expr.Call, i: Int, what: String): Long = call.args(i) match

@@ -25,6 +25,7 @@ private[profile] enum TemplateFunction(val name: String, val params: String, val
   case Pick extends TemplateFunction("pick", "a, b, ...", 1, Int.MaxValue, deterministic = false)
   case Walk extends TemplateFunction("walk", "start, min, max, step", 4, 4, deterministic = false)
   case Pad extends TemplateFunction("pad", "x, width", 2, 2)
+  case If extends TemplateFunction("if", "condition, then, else", 3, 3)
 
   /** "1 argument", "2 or 3 arguments", "at least 1 argument". */
   def arity: String =
@@ -178,6 +179,128 @@ private[profile] final class RandomWalk(slot: Int, start: Double, min: Double, m
     val value = math.min(max, math.max(min, start + scope.walk(slot) + move))
     scope.setWalk(slot, value - start)
     if whole then out.append(value.toLong) else Encoding.appendFixed(out, math.round(value * 100), 2)
+
+/** The truth of a rendered value: `false`, `0` and the empty text are false, anything else true. */
+private[profile] object Truth:
+  def of(text: CharSequence, from: Int, to: Int): Boolean = to - from match
+    case 0 => false
+    case 1 => text.charAt(from) != '0'
+    case 5 =>
+      var i = 0
+      while i < 5 && text.charAt(from + i) == "false".charAt(i) do i += 1
+      i < 5
+    case _ => true
+
+  def append(out: java.lang.StringBuilder, value: Boolean): Unit = out.append(if value then "true" else "false")
+
+/** `true` or `false` as the comparison holds between what its two sides render. */
+private[profile] final class Compared[S <: Scope](left: Variable[S], right: Variable[S], comparison: Comparison)
+    extends Variable[S]:
+  def appendTo(scope: S, out: java.lang.StringBuilder): Unit =
+    val from = out.length
+    left.appendTo(scope, out)
+    val middle = out.length
+    right.appendTo(scope, out)
+    val holds = comparison.holds(Compared.order(out, from, middle, out.length))
+    out.setLength(from)
+    Truth.append(out, holds)
+
+private[profile] object Compared:
+  /** Negative, zero or positive as out[from, middle) is below, equal to or above out[middle, to): as
+    * numbers if both are numbers (so 1.50 == 1.5 and 9 < 10), else as text, char by char.
+    */
+  def order(out: java.lang.StringBuilder, from: Int, middle: Int, to: Int): Int =
+    if isNumber(out, from, middle) && isNumber(out, middle, to) then numeric(out, from, middle, middle, to)
+    else
+      val common = math.min(middle - from, to - middle)
+      var i = 0
+      while i < common && out.charAt(from + i) == out.charAt(middle + i) do i += 1
+      if i < common then out.charAt(from + i) - out.charAt(middle + i) else (middle - from) - (to - middle)
+
+  /** As a template writes a number: -?[0-9]+(.[0-9]+)? */
+  private def isNumber(s: java.lang.StringBuilder, from: Int, to: Int): Boolean =
+    val start = if from < to && s.charAt(from) == '-' then from + 1 else from
+    val point = digits(s, start, to)
+    point > start && (point == to || s.charAt(point) == '.' && point + 1 < to && digits(s, point + 1, to) == to)
+
+  /** Where the digits from `from` end. */
+  private def digits(s: java.lang.StringBuilder, from: Int, to: Int): Int =
+    var i = from
+    while i < to && s.charAt(i) >= '0' && s.charAt(i) <= '9' do i += 1
+    i
+
+  private def numeric(s: java.lang.StringBuilder, aFrom: Int, aTo: Int, bFrom: Int, bTo: Int): Int =
+    val aNegative = s.charAt(aFrom) == '-'
+    val bNegative = s.charAt(bFrom) == '-'
+    if aNegative == bNegative then
+      val order = magnitude(s, if aNegative then aFrom + 1 else aFrom, aTo, if bNegative then bFrom + 1 else bFrom, bTo)
+      if aNegative then -order else order
+    else if isZero(s, aFrom, aTo) && isZero(s, bFrom, bTo) then 0 // -0 == 0
+    else if aNegative then -1
+    else 1
+
+  private def isZero(s: java.lang.StringBuilder, from: Int, to: Int): Boolean =
+    var i = from
+    while i < to && (s.charAt(i) == '0' || s.charAt(i) == '.' || s.charAt(i) == '-') do i += 1
+    i == to
+
+  /** Compares two unsigned numbers: the whole parts by length without leading zeros, then digit by
+    * digit, the fractions digit by digit, a missing digit being 0.
+    */
+  private def magnitude(s: java.lang.StringBuilder, aFrom: Int, aTo: Int, bFrom: Int, bTo: Int): Int =
+    var a = aFrom
+    var b = bFrom
+    while a < aTo && s.charAt(a) == '0' do a += 1
+    while b < bTo && s.charAt(b) == '0' do b += 1
+    val aWhole = digits(s, a, aTo)
+    val bWhole = digits(s, b, bTo)
+    var order = (aWhole - a) - (bWhole - b)
+    while order == 0 && a < aWhole do
+      order = s.charAt(a) - s.charAt(b)
+      a += 1
+      b += 1
+    a = aWhole + 1
+    b = bWhole + 1
+    while order == 0 && (a < aTo || b < bTo) do
+      order = (if a < aTo then s.charAt(a) else '0') - (if b < bTo then s.charAt(b) else '0')
+      a += 1
+      b += 1
+    order
+
+/** `&&` (every operand true) or `||` (any operand true), as `true` or `false`. Operands render in
+  * turn only until the answer is known, so one after it draws no randomness.
+  */
+private[profile] final class Logic[S <: Scope](operands: Array[Variable[S]], and: Boolean) extends Variable[S]:
+  def appendTo(scope: S, out: java.lang.StringBuilder): Unit =
+    val from = out.length
+    var value = and
+    var i = 0
+    while value == and && i < operands.length do
+      operands(i).appendTo(scope, out)
+      value = Truth.of(out, from, out.length)
+      out.setLength(from)
+      i += 1
+    Truth.append(out, value)
+
+private[profile] final class Negation[S <: Scope](operand: Variable[S]) extends Variable[S]:
+  def appendTo(scope: S, out: java.lang.StringBuilder): Unit =
+    val from = out.length
+    operand.appendTo(scope, out)
+    val value = Truth.of(out, from, out.length)
+    out.setLength(from)
+    Truth.append(out, !value)
+
+/** `if(condition, then, else)`: only the chosen branch renders, so the other draws no randomness and
+  * moves no walk.
+  */
+private[profile] final class Conditional[S <: Scope](condition: Variable[S], yes: Variable[S], no: Variable[S])
+    extends Variable[S]:
+  def appendTo(scope: S, out: java.lang.StringBuilder): Unit =
+    val from = out.length
+    condition.appendTo(scope, out)
+    val holds = Truth.of(out, from, out.length)
+    out.setLength(from)
+    (if holds then yes else no).appendTo(scope, out)
 
 /** The argument left-padded with zeros to `width` digits, after its sign if it has one. */
 private[profile] final class ZeroPadded[S <: Scope](arg: Variable[S], width: Int) extends Variable[S]:

@@ -16,6 +16,22 @@ private[profile] object Expr:
   final case class Ref(name: String, from: Int, to: Int) extends Expr
   final case class Call(name: String, args: Vector[Expr], from: Int, to: Int) extends Expr
   final case class Concat(parts: Vector[Expr], from: Int, to: Int) extends Expr
+  final case class Compare(comparison: Comparison, left: Expr, right: Expr, from: Int, to: Int) extends Expr
+  final case class And(parts: Vector[Expr], from: Int, to: Int) extends Expr
+  final case class Or(parts: Vector[Expr], from: Int, to: Int) extends Expr
+  final case class Not(operand: Expr, from: Int, to: Int) extends Expr
+
+/** A comparison operator, and whether it holds when the left side is below, equal to or above the right. */
+private[profile] enum Comparison(val symbol: String, below: Boolean, equal: Boolean, above: Boolean):
+  case Equal extends Comparison("==", false, true, false)
+  case NotEqual extends Comparison("!=", true, false, true)
+  case Below extends Comparison("<", true, false, false)
+  case AtMost extends Comparison("<=", true, true, false)
+  case Above extends Comparison(">", false, false, true)
+  case AtLeast extends Comparison(">=", false, true, true)
+
+  /** Whether it holds for `order`, negative, zero or positive as the left side is below, equal or above. */
+  def holds(order: Int): Boolean = if order < 0 then below else if order == 0 then equal else above
 
 /** A template as written: literal text around each interpolation (one more literal than expressions).
   *
@@ -25,9 +41,13 @@ private[profile] final case class Parsed(literals: Vector[String], expressions: 
 
 /** Reads a template's text:
   * {{{
-  * template   := (text | "{{" expression "}}")*
-  * expression := term ("+" term)*
-  * term       := 'string' | number | name | name "(" (expression ("," expression)*)? ")" | "(" expression ")"
+  * template    := (text | "{{" expression "}}")*
+  * expression  := conjunction ("||" conjunction)*
+  * conjunction := comparison ("&&" comparison)*
+  * comparison  := sum (("==" | "!=" | "<" | "<=" | ">" | ">=") sum)?
+  * sum         := unary ("+" unary)*
+  * unary       := "!" unary | term
+  * term        := 'string' | number | name | name "(" (expression ("," expression)*)? ")" | "(" expression ")"
   * }}}
   * Whitespace may stand between any two tokens. A literal `{{` is written `{{ '{{' }}`.
   */
@@ -48,7 +68,7 @@ private[profile] final class TemplateSyntax(text: String):
       if text.startsWith("}}", pos) then fail(s"empty {{ }} at ${where(open)}")
       expressions += expression()
       skipSpace()
-      if !text.startsWith("}}", pos) then fail(s"expected + or }} at ${where(pos)}, got '${peek()}'")
+      if !text.startsWith("}}", pos) then fail(s"expected an operator or }} at ${where(pos)}, got '${peek()}'")
       pos += 2
       places += open -> pos
       literalStart = pos
@@ -66,18 +86,62 @@ private[profile] final class TemplateSyntax(text: String):
   /** The expression's text as written, for messages. */
   def source(expr: Expr): String = text.substring(expr.from, expr.to)
 
-  private def expression(): Expr =
-    val first = term()
+  private def expression(): Expr = joined("||", conjunction, Expr.Or.apply)
+
+  private def conjunction(): Expr = joined("&&", comparison, Expr.And.apply)
+
+  private def comparison(): Expr =
+    val left = sum()
+    comparator() match
+      case None => left
+      case Some(comparison) =>
+        val right = sum()
+        skipSpace()
+        val at = pos
+        if comparator().isDefined then fail(s"comparisons do not chain, at ${where(at)} (write a < b && b < c)")
+        Expr.Compare(comparison, left, right, left.from, right.to)
+
+  private def sum(): Expr = joined("+", unary, Expr.Concat.apply)
+
+  private def unary(): Expr =
     skipSpace()
-    if peek() != '+' then first
+    if !text.startsWith("!", pos) || text.startsWith("!=", pos) then term()
+    else
+      val start = pos
+      pos += 1
+      val operand = unary()
+      Expr.Not(operand, start, operand.to)
+
+  /** One or more operands with `operator` between them: the operand alone if there is one. */
+  private def joined(operator: String, operand: () => Expr, make: (Vector[Expr], Int, Int) => Expr): Expr =
+    val first = operand()
+    if !skip(operator) then first
     else
       val parts = Vector.newBuilder[Expr] += first
-      while peek() == '+' do
-        pos += 1
-        parts += term()
-        skipSpace()
+      while
+        parts += operand()
+        skip(operator)
+      do ()
       val all = parts.result()
-      Expr.Concat(all, first.from, all.last.to)
+      make(all, first.from, all.last.to)
+
+  /** The comparison operator next, read past, if there is one. A lone =, & or | is a mistake for its double. */
+  private def comparator(): Option[Comparison] =
+    skipSpace()
+    val found = Comparison.values.filter(c => text.startsWith(c.symbol, pos)).maxByOption(_.symbol.length)
+    found.foreach(c => pos += c.symbol.length)
+    if found.isEmpty then
+      for (lone, meant) <- Seq("=" -> "== to compare", "&" -> "&& for and", "|" -> "|| for or") do
+        if text.startsWith(lone, pos) && !text.startsWith(lone * 2, pos) then
+          fail(s"unknown operator $lone at ${where(pos)} (use $meant)")
+    found
+
+  /** Reads past `operator` if it is next. */
+  private def skip(operator: String): Boolean =
+    skipSpace()
+    val found = text.startsWith(operator, pos)
+    if found then pos += operator.length
+    found
 
   private def term(): Expr =
     skipSpace()

@@ -12,7 +12,8 @@ import scala.collection.mutable
 class TemplateSpec extends AnyWordSpec:
   /** A device as a template sees it: named fields, a seeded random source, walk slots in a map. */
   private final class Device(fields: (String, String)*)(seed: Long = 7) extends Scope:
-    val values: Map[String, String] = Map("mac" -> "02:00:00:00:00:01", "serial" -> "FS01", "seq" -> "42") ++ fields
+    val values: Map[String, String] = Map("mac" -> "02:00:00:00:00:01", "serial" -> "FS01", "seq" -> "42", "hostname" -> "OpenWrt",
+      "uptimeS" -> "120") ++ fields
     val random: RandomGenerator = SplittableRandom(seed)
     private val walks = mutable.Map.empty[Int, Double]
     def walk(slot: Int): Double = walks.getOrElse(slot, 0.0)
@@ -20,7 +21,7 @@ class TemplateSpec extends AnyWordSpec:
 
   private def field(name: String): Variable[Device] = (device, out) => out.append(device.values(name))
 
-  private val variables = Seq("mac", "serial", "seq", "name", "key").map(name => name -> field(name)).toMap
+  private val variables = Seq("mac", "serial", "seq", "name", "key", "hostname", "uptimeS").map(name => name -> field(name)).toMap
 
   private def compile(text: String, escape: Escape = Escape.None, slots: Slots = Slots()): Template[Device] =
     Template.compile(text, variables.get, escape, slots, variables.keys).fold(e => fail(e), identity)
@@ -80,7 +81,7 @@ class TemplateSpec extends AnyWordSpec:
   "Template functions" should {
     "be listed by name" in {
       assert(Template.functions.toSet == Set("upper", "lower", "urlencode", "base64", "md5", "sha1", "sha256", "hmacSha256",
-        "hmacSha256Base64", "randomInt", "randomFloat", "pick", "walk", "pad"))
+        "hmacSha256Base64", "randomInt", "randomFloat", "pick", "walk", "pad", "if"))
     }
     "change case, beyond ASCII too" in {
       assert(render("{{ upper(mac + 'abc') }} {{ lower('MiXeD') }}") == "02:00:00:00:00:01ABC mixed")
@@ -170,6 +171,77 @@ class TemplateSpec extends AnyWordSpec:
     }
   }
 
+  "Conditions" should {
+    "compare as numbers when both sides render as numbers, whole or decimal" in {
+      assert(render("{{ 9 < 10 }} {{ 1.50 == 1.5 }} {{ -2 < -1.5 }} {{ 0 == -0.0 }} {{ '007' == 7 }} {{ 0.25 > 0.3 }}") ==
+        "true true true true true false")
+      assert(render("{{ seq >= 42 }} {{ seq <= 41 }} {{ seq != 42 }} {{ seq > 9 }} {{ uptimeS < 1000 }}") == "true false false true true")
+    }
+    "compare as text otherwise, lexicographically" in {
+      assert(render("{{ 'abc' < 'abd' }} {{ 'b' > 'abc' }} {{ 'ab' < 'abc' }} {{ 'ab' >= 'ab' }} {{ 'B' < 'a' }}") ==
+        "true true true true true")
+      // One side not a number: "10" is then text, below "9x" as "1" is below "9".
+      assert(render("{{ '10' < '9x' }} {{ '10' < '9' }} {{ '1.' == '1.0' }} {{ '+1' == 1 }} {{ '' == 0 }}") ==
+        "true false false false false")
+      assert(render("{{ mac == '02:00:00:00:00:01' }} {{ hostname != 'OpenWrt' }}") == "true false")
+    }
+    "combine with ||, then &&, then comparisons, then +, then !" in {
+      assert(render("{{ 1 == 1 || 1 == 2 && 1 == 2 }}") == "true") // || (&&), not (||) &&
+      assert(render("{{ 1 == 2 && 1 == 1 || 1 == 1 }}") == "true")
+      assert(render("{{ 'a' + 'b' == 'ab' }} {{ !seq + 'x' }} {{ !(seq == 1) }} {{ !!mac }}") == "true falsex true true")
+      assert(render("{{ seq > 1 && uptimeS >= 60 || hostname == 'x' }}") == "true")
+    }
+    "count false, 0 and the empty text false, anything else true" in {
+      val truth = Seq("false" -> "no", "0" -> "no", "" -> "no", "true" -> "yes", "00" -> "yes", "0.0" -> "yes",
+        "False" -> "yes", " " -> "yes", "no" -> "yes")
+      for (value, expected) <- truth do
+        assert(render("{{ if(name, 'yes', 'no') }}", Device("name" -> value)()) == expected, value)
+      assert(render("{{ !'' }} {{ !0 }} {{ !'false' }} {{ !'x' }} {{ '' || 0 }} {{ 'x' && 1 }}") == "true true true false false true")
+    }
+    "name a device with a stock hostname by its MAC" in {
+      val name = "{{ if(hostname == 'OpenWrt', mac, hostname) }}"
+      assert(render(name) == "02:00:00:00:00:01")
+      assert(render(name, Device("hostname" -> "lobby-ap")()) == "lobby-ap")
+    }
+    "say warm once a device has sent a message and been up a minute" in {
+      val warmth = "{{ if(seq > 1 && uptimeS >= 60, 'warm', 'cold') }}"
+      assert(render(warmth) == "warm")
+      assert(render(warmth, Device("seq" -> "1")()) == "cold")
+      assert(render(warmth, Device("uptimeS" -> "59")()) == "cold")
+    }
+    "render only the chosen branch of an if: the other draws nothing and moves no walk" in {
+      val template = compile("{{ if(name, walk(50, 0, 100, 5), 'idle') }} {{ if(name, 1, randomInt(0, 9)) }}")
+      /** The next draw of the device's seed after 20 draws made as `draw` makes them. */
+      def after(draw: SplittableRandom => Long) =
+        val random = SplittableRandom(7)
+        for _ <- 1 to 20 do draw(random)
+        random.nextLong()
+      val idle = Device("name" -> "")()
+      for _ <- 1 to 20 do assert(template.text(idle).startsWith("idle "))
+      assert(idle.walk(0) == 0 && idle.random.nextLong() == after(_.nextLong(0, 10))) // randomInt's draws only
+      val busy = Device("name" -> "x")()
+      for _ <- 1 to 20 do assert(template.text(busy).endsWith(" 1"))
+      assert(busy.random.nextLong() == after(_.nextLong(-5, 6))) // the walk's draws only
+    }
+    "render && and || only until the answer is known" in {
+      val device = Device()()
+      assert(compile("{{ '' && randomInt(0, 9) == 1 }} {{ 'x' || pick(1, 2) }}").text(device) == "false true")
+      assert(device.random.nextLong() == SplittableRandom(7).nextLong())
+    }
+    "work out conditions on literals at compile time, a literal if's other branch included" in {
+      val template = compile("{{ if(1 < 2, 'a', randomInt(0, 9)) }} {{ 'x' == 'x' && !'' }} {{ if('', seq, 'b') }}")
+      assert(template.isConstant)
+      assert(template.text(Device()()) == "a true b")
+    }
+    "be a check: a bare expression wrapped in {{ }} holds if it renders true" in {
+      def holds(expression: String, device: Device = Device()()) = compile("{{" + expression + "}}").text(device) == "true"
+      assert(holds("seq > 1 && uptimeS >= 60"))
+      assert(holds("hostname == 'OpenWrt'") && !holds("hostname == 'OpenWrt'", Device("hostname" -> "lobby-ap")()))
+      assert(!holds("seq < 10") && holds(" !(mac == '') ") && holds("'}}' == '}}'"))
+      assert(!holds("mac")) // a value that is not a comparison is not "true", however truthy
+    }
+  }
+
   "Escaping" should {
     val nasty = "say \"hi\" \\ back\nslash\ttab\u0001 é ☃ & a=b"
     "make a value the inside of a JSON string, leaving literal text and numbers alone" in {
@@ -190,8 +262,8 @@ class TemplateSpec extends AnyWordSpec:
 
   "Compiling" should {
     "name an unknown variable, where it is, the known ones and the likely one" in {
-      assert(error("/x/{{ macc }}") == "unknown variable 'macc' at column 7 (known: key, mac, name, seq, serial; did you mean mac?)")
-      assert(error("{{ zzzzzz }}") == "unknown variable 'zzzzzz' at column 4 (known: key, mac, name, seq, serial)")
+      assert(error("/x/{{ macc }}") == "unknown variable 'macc' at column 7 (known: hostname, key, mac, name, seq, serial, uptimeS; did you mean mac?)")
+      assert(error("{{ zzzzzz }}") == "unknown variable 'zzzzzz' at column 4 (known: hostname, key, mac, name, seq, serial, uptimeS)")
       assert(error("{\n  \"a\": {{ seriall }}\n}").startsWith("unknown variable 'seriall' at line 2, column 11"))
       assert(error("{{ sha256 }}") == "sha256 at column 4 is a function: call it as sha256(x)")
     }
@@ -208,9 +280,21 @@ class TemplateSpec extends AnyWordSpec:
     "find unclosed braces and stray tokens" in {
       assert(error("ab{{ mac") == "unclosed {{ at column 3")
       assert(error("{{ upper(mac }}") == "expected ) at column 14, got '}'")
-      assert(error("{{ mac serial }}") == "expected + or }} at column 8, got 's'")
+      assert(error("{{ mac serial }}") == "expected an operator or }} at column 8, got 's'")
       assert(error("{{ }}") == "empty {{ }} at column 1")
       assert(error("{{ mac + }}") == "expected a value at column 10, got '}'")
+    }
+    "refuse a malformed condition, where it is" in {
+      assert(error("{{ if(seq > 1, 'warm') }}") == "if at column 4 takes 3 arguments (condition, then, else), got 2")
+      assert(error("{{ mac == }}") == "expected a value at column 11, got '}'")
+      assert(error("{{ mac && }}") == "expected a value at column 11, got '}'")
+      assert(error("{{ mac = 'x' }}") == "unknown operator = at column 8 (use == to compare)")
+      assert(error("{{ mac & seq }}") == "unknown operator & at column 8 (use && for and)")
+      assert(error("{{ mac | seq }}") == "unknown operator | at column 8 (use || for or)")
+      assert(error("{{ 1 < seq < 3 }}") == "comparisons do not chain, at column 12 (write a < b && b < c)")
+      assert(error("{{ !}}") == "expected a value at column 5, got '}'")
+      assert(error("{{ if(hostnam == 'x', 1, 2) }}").startsWith("unknown variable 'hostnam' at column 7"))
+      assert(error("{{ iff(mac, 1, 2) }}") == "unknown function 'iff' at column 4 (did you mean if?)")
     }
     "refuse bad literals" in {
       assert(error("{{ 'abc }}") == "unterminated string at column 4")
