@@ -1,9 +1,9 @@
 package fleetsim.cli
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.device.{Call, DeviceProfile}
+import fleetsim.device.{Call, DeviceProfile, First}
 import fleetsim.fleet.FleetSettings
-import fleetsim.profile.{FleetContext, ProfileLoader, Specimen}
+import fleetsim.profile.{FleetContext, ProfileLoader, Specimen, TemplateCall}
 
 import java.io.PrintStream
 import java.nio.charset.StandardCharsets.UTF_8
@@ -44,11 +44,17 @@ object ProfileCommand:
           out.println(s"  ${request.kind.key} ($when): ${request.method} ${request.path}")
           String(request.headers, UTF_8).split("\r\n").filter(_.nonEmpty).foreach(h => out.println(s"    $h"))
           if request.body.nonEmpty then out.println(s"    ${String(request.body, UTF_8)}")
-        profile.join.foreach(show(_, "first"))
+          call match
+            case t: TemplateCall if t.notes.nonEmpty => out.println(s"    (${t.notes})")
+            case _ => ()
+        profile.startDelayed.foreach(d => out.println(s"  (boots, then waits a random $d before its first call)"))
+        val first = if profile.resumes(device) then "first: its identity row makes it known" else "first"
+        profile.resume.filter(_ => profile.resumes(device)).orElse(profile.join).foreach(show(_, first))
         profile.messages.zipWithIndex.foreach { (m, i) =>
           device.registers(fleetsim.device.Registers.seq(i)) = 1
           val seconds = m.interval(device) / 1_000_000_000L
-          m.calls.foreach(show(_, if seconds > 0 then s"every $seconds s" else "every interval the join reply sets"))
+          val every = if seconds > 0 then s"every $seconds s" else "every interval the join reply sets"
+          m.calls.foreach(show(_, if m.first == First.RandomPhase then every else s"$every; first: ${m.first}"))
         }
         profile.triggers.foreach(_.calls.foreach(show(_, "when behind")))
       0

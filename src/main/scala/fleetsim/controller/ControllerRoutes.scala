@@ -242,6 +242,10 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
       registry.allow(mac)
       complete(StatusCodes.NoContent)
     },
+    // An ap-agent device deleted, as an operator removes one: its calls get 404 until it registers again.
+    (path("agent" / "devices" / Segment / "delete") & post) { id =>
+      complete(if dialects.deleteAgent(id) then StatusCodes.NoContent else StatusCodes.NotFound)
+    },
     path("faults") {
       concat(
         get(complete(json(faults))),

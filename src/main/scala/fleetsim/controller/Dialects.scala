@@ -31,9 +31,15 @@ private final class Dialects(registry: Registry, settings: ControllerSettings, f
 
   private final case class AgentKey(key: String, expires: Long)
   private val keys = ConcurrentHashMap[String, AgentKey]()
+  /** Agents an admin deleted: their calls get 404 until they register again. */
+  private val deleted = ConcurrentHashMap.newKeySet[String]()
+
+  /** Deletes an agent, as an operator removes a device: false when none has that id. */
+  def deleteAgent(id: String): Boolean = keys.remove(id) != null && deleted.add(id)
   private val archive = AtomicReference[(Long, Array[Byte], String)]((0L, Array.emptyByteArray, ""))
 
-  private def agent: Route = concat(
+  // Every reply says which controller sent it: an agent refuses one that does not (a captive portal's page, say).
+  private def agent: Route = respondWithHeader(headers.RawHeader("X-Agent-Controller", "true"))(concat(
     (path("register") & post & faulty("join") & formFields("mac", "serial", "ts", "sig")) { (mac, serial, ts, sig) =>
       if !MessageDigest.isEqual(hmac(s"$mac:$ts").getBytes(UTF_8), sig.getBytes(UTF_8)) then unauthorized("join")
       else
@@ -41,12 +47,16 @@ private final class Dialects(registry: Registry, settings: ControllerSettings, f
         val key = HexFormat.of.formatHex(Array.fill[Byte](16)(ThreadLocalRandom.current().nextInt().toByte))
         val lifetime = settings.agentKeyLifetime.toMillis
         keys.put(id, AgentKey(key, if lifetime > 0 then System.currentTimeMillis() + lifetime else Long.MaxValue))
+        deleted.remove(id)
         registry.countReceived("join")
         text(s"id: $id\nkey: $key\npoll: ${settings.heartbeatInterval.toSeconds}\n")
     },
     pathPrefix("devices" / Segment) { id =>
       headerValueByName("X-Agent-Key") { key =>
-        if !Option(keys.get(id)).exists(k => k.key == key && k.expires > System.currentTimeMillis()) then unauthorized("checksum")
+        if deleted.contains(id) then
+          registry.countRefused("checksum")
+          complete(StatusCodes.NotFound)
+        else if !Option(keys.get(id)).exists(k => k.key == key && k.expires > System.currentTimeMillis()) then unauthorized("checksum")
         else
           concat(
             (path("checksum") & get & faulty("checksum")) {
@@ -67,7 +77,7 @@ private final class Dialects(registry: Registry, settings: ControllerSettings, f
               complete(StatusCodes.NoContent)
             })
       }
-    })
+    }))
 
   private def hmac(text: String): String =
     val mac = Mac.getInstance("HmacSHA256")

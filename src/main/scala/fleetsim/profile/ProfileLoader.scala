@@ -32,7 +32,7 @@ final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], sett
   */
 object ProfileLoader:
   /** The profiles inside fleetsim, by name: `--device-profile ap-v1`. */
-  val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "iot-telemetry", "iot-mqtt")
+  val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "ap-shell", "iot-telemetry", "iot-mqtt")
 
   /** The profile a transport's devices speak when the run names none. */
   def defaultFor(transport: String): String = if transport == "mqtt" then "iot-mqtt" else "ap-v1"
@@ -151,7 +151,6 @@ object ProfileLoader:
     if origin.lineNumber > 0 then s"$file:${origin.lineNumber}" else file
 
   private final class Compiler(root: Config, context: FleetContext, base: Option[Path], transport: Option[String]):
-    private val functions = Template.functions
     private val slots = Slots()
 
     private def fail(value: ConfigValue, message: String): Nothing = throw ProfileError(s"${where(value)}: $message")
@@ -479,6 +478,18 @@ object ProfileLoader:
           compileCall(s"{{$text}}", v, atJoin = false, Escape.None, s"$what.check", replied = true)
         }
 
+    /** What `profile check` says of a call beyond its request: how it judges the reply, and tries it. */
+    private def notesOf(c: Config, retry: Option[Retry], timeout: Long): String =
+      def listed(path: String) = c.getValue(path) match
+        case l: ConfigList => l.asScala.map(_.unwrapped).mkString(", ")
+        case v => String.valueOf(v.unwrapped)
+      Seq(
+        Option.when(c.hasPath("expect"))(s"expects ${listed("expect")}"),
+        Option.when(c.hasPath("reactions"))(c.getObject("reactions").asScala.toSeq.sortBy(_._1).map((s, r) => s"$s: ${r.unwrapped}").mkString(", ")),
+        Option.when(c.hasPath("check"))(s"checks ${listed("check")}"),
+        retry.map(r => s"tried up to ${r.tries} times, ${r.delay} apart"),
+        Option.when(timeout > 0)(s"times out after ${Spread.show(timeout)}")).flatten.mkString("; ")
+
     /** Tries of a failed call within its cycle: `retry { tries = 3, delay = 2s..15s }`. */
     private def retryOf(c: Config, what: String): Option[Retry] =
       Option.when(c.hasPath("retry")) {
@@ -578,8 +589,9 @@ object ProfileLoader:
       val qos = qosOf(c, "qos", what, default = 1)
       val retain = c.hasPath("retain") && boolean(c, "retain", what)
       val body = bodyOf(c, what, atJoin = false).map(_._1)
+      val retry = retryOf(c, what)
       TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Answers(null, Map.empty, Set.empty, Map.empty),
-        message, walkBase, qos, retain, retry = retryOf(c, what))
+        message, walkBase, qos, retain, retry = retry, notes = notesOf(c, retry, 0))
 
     private def qosOf(c: Config, path: String, what: String, default: Int): Int =
       if !c.hasPath(path) then default
@@ -655,8 +667,9 @@ object ProfileLoader:
         if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
         else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
       val kind = kindOf(block.get(target))
+      val (retry, timeout) = (retryOf(c, what), timeoutOf(c, what))
       TemplateCall(kind, method, path, headers, body, keepsOf(block, what), answersOf(c, kind, what, notAdmitted), message, walkBase,
-        toUrl = target == "url", checksOf(c, what), retryOf(c, what), timeoutOf(c, what))
+        toUrl = target == "url", checksOf(c, what), retry, timeout, notesOf(c, retry, timeout))
 
     /** The values a call's reply (or a push) is read for, each with the way it is read. */
     private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =

@@ -36,7 +36,8 @@ final class ProfiledDevice(
     val mqtt: Option[MqttOptions],
     /** Kept values a device starts with, from its identity row; and the register that says it has them all. */
     seeds: Seeds,
-    startDelay: Option[Spread])
+    /** The random pause before a booted device's first call; None: none. */
+    val startDelayed: Option[Spread])
     extends DeviceProfile:
   def login(device: DeviceScope): String = loginTemplate.text(CallScope(device, -1, walks))
   def sshEndpoint(device: DeviceScope): Option[SshEndpoint] = ssh.flatMap { (host, port) =>
@@ -52,7 +53,7 @@ final class ProfiledDevice(
     forget(device)
     seeds.plant(device)
 
-  def startDelay(random: RandomGenerator): Long = startDelay.fold(0L)(_.pick(random))
+  def startDelay(random: RandomGenerator): Long = startDelayed.fold(0L)(_.pick(random))
 
   def pushed(push: Push, device: DeviceScope): Boolean =
     pushedAt >= 0 && Keep.all(pushKeeps, Reply.Response(200, push.payload), device)
@@ -233,6 +234,7 @@ final class Answers(expected: Array[Boolean], own: Map[Int, Reaction], notAdmitt
   * @param headers rendered header lines; constant ones rendered once
   * @param checks conditions on the reply, after its values are kept: the call fails (`checkFailed`) unless each renders `true`
   * @param timeout how long the call waits for its reply, in nanoseconds; 0: the run's request timeout
+  * @param notes what `profile check` says of it beyond its request (what it expects, its retries)
   */
 final class TemplateCall(
     val kind: MessageKind,
@@ -249,7 +251,8 @@ final class TemplateCall(
     override val toUrl: Boolean = false,
     checks: IndexedSeq[Template[CallScope]] = IndexedSeq.empty,
     override val retry: Option[Retry] = None,
-    timeout: Long = 0)
+    timeout: Long = 0,
+    val notes: String = "")
     extends Call:
   import TemplateCall.*
 
@@ -339,4 +342,4 @@ final class Specimen(val number: Int, profile: DeviceProfile) extends DeviceScop
   val random: RandomGenerator = SplittableRandom(number)
   val registers: Array[Long] = new Array[Long](profile.registers)
   val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
-  profile.forget(this) // every kept value at its default
+  profile.boot(this) // every kept value at its default, or as its identity row seeds it
