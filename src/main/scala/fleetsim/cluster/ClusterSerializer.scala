@@ -98,6 +98,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     writeTimes(out, t.recent); writeTimes(out, t.overall)
     writeCounts(out, moves, s.transitions)
     out.writeLong(s.pushes.received); out.writeLong(s.pushes.acknowledged); writeTimes(out, s.pushes.recent); writeTimes(out, s.pushes.overall)
+    out.writeInt(s.stopped.size); s.stopped.foreach { (reason, n) => out.writeUTF(reason); out.writeLong(n) }
 
   private def readSnapshot(in: DataInputStream): MetricsSnapshot =
     val byState = readCounts(in, DeviceState.values)
@@ -107,4 +108,5 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     })
     val tunnels = TunnelSnapshot(in.readLong(), in.readLong(), in.readLong(), readCounts(in, FailureReason.values), readTimes(in), readTimes(in))
     val transitions = readCounts(in, moves)
-    MetricsSnapshot(byState, byKind, tunnels, transitions, PushSnapshot(in.readLong(), in.readLong(), readTimes(in), readTimes(in)))
+    val pushes = PushSnapshot(in.readLong(), in.readLong(), readTimes(in), readTimes(in))
+    MetricsSnapshot(byState, byKind, tunnels, transitions, pushes, (1 to in.readInt()).map(_ => in.readUTF() -> in.readLong()).toMap)
