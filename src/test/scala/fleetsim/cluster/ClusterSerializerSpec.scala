@@ -49,6 +49,10 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     assert(back.stopped == Map("join: 403" -> 2, "checksum: 404 x5" -> 1))
   }
 
+  test("a restart of a run's stopped devices") {
+    assert(roundTrip(NodeAgent.RestartStopped("r1")) == NodeAgent.RestartStopped("r1"))
+  }
+
   test("a plan with a long profile and its reply address") {
     val probe = testKit.createTestProbe[Prepared]()
     val plan = RunPlan("r1", "{\"fleet\":{\"devices\":3000}}", Some("x" * 100_000), 1234L, 3000, 3, "pekko://fleetsim@127.0.0.1:40000")
