@@ -5,7 +5,7 @@
 window.FleetsimCharts = function (root, options) {
   const maxPoints = (options && options.maxPoints) || Infinity;
   // Message kinds are the device profile's: charted as the samples name them.
-  const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff"];
+  const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff", "Stopped"];
   const colours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
   const charts = {};
 

@@ -1,5 +1,6 @@
 package fleetsim.cli
 
+import fleetsim.device.DeviceState
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.MetricsSnapshot
 import org.apache.pekko.Done
@@ -22,6 +23,8 @@ trait FleetDevices:
   def quiesce(): Future[Done]
   /** Every device stopped. */
   def stop(): Future[Done]
+  /** Starts again every device that stopped itself; how many were Stopped. */
+  def restartStopped(): Long
   /** After the summary: closes what the devices shared (sessions, connections). */
   def close(): Future[Done]
   /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
@@ -38,5 +41,9 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
   override def inFlight(): Future[Long] = Future.successful(parts.metrics.inFlight)
   def quiesce(): Future[Done] = fleet.ask[Done](Fleet.Quiesce(_))
   def stop(): Future[Done] = fleet.ask[Done](Fleet.Stop(_))
+  def restartStopped(): Long =
+    val stopped = parts.metrics.devicesByState(DeviceState.Stopped)
+    fleet ! Fleet.RestartStopped
+    stopped
   def close(): Future[Done] = parts.close()
   def sessions: Boolean = parts.tunnels.isDefined

@@ -16,7 +16,7 @@ import org.apache.pekko.util.Timeout
 import java.nio.file.Files
 import java.time.Instant
 import scala.concurrent.duration.*
-import scala.concurrent.{ExecutionContext, Future}
+import scala.concurrent.{ExecutionContext, Future, Promise}
 
 /** One run wired together: the embedded controller (unless pointed elsewhere), the devices (in this
   * process, or on a cluster's nodes), a sample every second (to the time-series file, the dashboard
@@ -128,8 +128,10 @@ object FleetRun:
     val embedded =
       if !settings.embedded then Future.successful(None)
       else Controller.start(settings.controller, ssh = settings.ssh.isDefined, mqtt = mqtt).map(Some(_))
+    val devices = Promise[FleetDevices]() // the dashboard starts before them
     val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
-      case Some(prometheus) => Dashboard.start(settings.dashboard, settings.described, prometheus).map(Some(_))
+      case Some(prometheus) =>
+        Dashboard.start(settings.dashboard, settings.described, prometheus, () => devices.future.map(_.restartStopped())).map(Some(_))
       case None => Future.successful(None)
     for
       controller <- embedded
@@ -137,8 +139,8 @@ object FleetRun:
       // MQTT devices call the broker; the others the controller.
       url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      devices <- place(url, controller, exporters.registry)
-    yield FleetRun(settings, devices, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)
+      placed <- devices.completeWith(place(url, controller, exporters.registry)).future
+    yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)
 
   private def inProcess(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Placement = (url, controller, registry) =>
     given ExecutionContext = system.executionContext

@@ -2,6 +2,7 @@ package fleetsim.cluster
 
 import com.typesafe.config.{Config, ConfigRenderOptions, ConfigValueFactory}
 import fleetsim.cli.{CannotRun, FleetDevices, FleetRun, RunSettings}
+import fleetsim.device.DeviceState
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.{FleetMetrics, MetricsSnapshot}
 import fleetsim.report.ClusterSummary
@@ -130,6 +131,11 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
   def quiesce(): Future[Done] = everyNode(NodeAgent.Quiesce(plan.id, _))
   def stop(): Future[Done] = everyNode(NodeAgent.Finish(plan.id, _))
   def close(): Future[Done] = Future.successful(Done)
+
+  /** Tells every node; how many were Stopped as of the last snapshot (taken every second). */
+  def restartStopped(): Long =
+    ClusterRun.agents().foreach(_.foreach(_ ! NodeAgent.RestartStopped(plan.id)))
+    byNode.values.map(_.byState.getOrElse(DeviceState.Stopped, 0L)).sum
 
   private def everyNode(message: ActorRef[NodeDone] => NodeAgent.Command): Future[Done] =
     given Timeout = Timeout(60.seconds)

@@ -27,6 +27,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     case _: NodeFigures => "figures"
     case _: NodeAgent.Quiesce => "quiesce"
     case _: NodeAgent.Finish => "finish"
+    case _: NodeAgent.RestartStopped => "restart"
     case _: NodeDone => "done"
     case DeviceBlock.Start => "start"
     case DeviceBlock.Stop => "stop"
@@ -44,6 +45,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeFigures(node, snapshot) => out.writeUTF(node); writeSnapshot(out, snapshot)
       case NodeAgent.Quiesce(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
+      case NodeAgent.RestartStopped(run) => out.writeUTF(run)
       case NodeDone(node) => out.writeUTF(node)
       case DeviceBlock.Start | DeviceBlock.Stop => ()
       case other => throw IllegalArgumentException(s"not a cluster message: ${other.getClass}")
@@ -61,6 +63,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "figures" => NodeFigures(in.readUTF(), readSnapshot(in))
       case "quiesce" => NodeAgent.Quiesce(in.readUTF(), ref(in))
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
+      case "restart" => NodeAgent.RestartStopped(in.readUTF())
       case "done" => NodeDone(in.readUTF())
       case "start" => DeviceBlock.Start
       case "stop" => DeviceBlock.Stop
@@ -98,6 +101,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     writeTimes(out, t.recent); writeTimes(out, t.overall)
     writeCounts(out, moves, s.transitions)
     out.writeLong(s.pushes.received); out.writeLong(s.pushes.acknowledged); writeTimes(out, s.pushes.recent); writeTimes(out, s.pushes.overall)
+    out.writeInt(s.stopped.size); s.stopped.foreach { (reason, n) => out.writeUTF(reason); out.writeLong(n) }
 
   private def readSnapshot(in: DataInputStream): MetricsSnapshot =
     val byState = readCounts(in, DeviceState.values)
@@ -107,4 +111,5 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     })
     val tunnels = TunnelSnapshot(in.readLong(), in.readLong(), in.readLong(), readCounts(in, FailureReason.values), readTimes(in), readTimes(in))
     val transitions = readCounts(in, moves)
-    MetricsSnapshot(byState, byKind, tunnels, transitions, PushSnapshot(in.readLong(), in.readLong(), readTimes(in), readTimes(in)))
+    val pushes = PushSnapshot(in.readLong(), in.readLong(), readTimes(in), readTimes(in))
+    MetricsSnapshot(byState, byKind, tunnels, transitions, pushes, (1 to in.readInt()).map(_ => in.readUTF() -> in.readLong()).toMap)

@@ -20,6 +20,8 @@ object DeviceBlock:
   /** Sharding's stop, at a hand-over or after [[Finish]]: the block and its devices stop. */
   case object Stop extends Command with ClusterMessage
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
+  /** Starts again the block's devices that stopped themselves. */
+  case object RestartStopped extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
   final case class Finish(replyTo: ActorRef[Done]) extends Command
   /** From the node: the run's parts, once the node has them. */
@@ -60,6 +62,9 @@ object DeviceBlock:
             shard ! ClusterSharding.Passivate(context.self)
             devices.fold(replyTo ! Done)(_ ! Fleet.Stop(replyTo))
             devices = None
+            Behaviors.same
+          case RestartStopped =>
+            devices.foreach(_ ! Fleet.RestartStopped)
             Behaviors.same
           case Start => Behaviors.same
           case Stop => Behaviors.stopped

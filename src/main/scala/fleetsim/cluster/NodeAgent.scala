@@ -37,6 +37,8 @@ object NodeAgent:
   final case class Collect(run: String, replyTo: ActorRef[NodeFigures]) extends Command with ClusterMessage
   final case class Quiesce(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
   final case class Finish(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
+  /** Starts again the run's devices here that stopped themselves. */
+  final case class RestartStopped(run: String) extends Command with ClusterMessage
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   private final case class MemberGone(address: String) extends Command
@@ -96,6 +98,9 @@ object NodeAgent:
       case Quiesce(run, replyTo) =>
         val asked = blocks.getOrElse(run, Set.empty).toSeq.map(_.ask[Done](DeviceBlock.Quiesce(_)).recover { case _ => Done })
         Future.sequence(asked).foreach(_ => replyTo ! NodeDone(node))
+        Behaviors.same
+      case RestartStopped(run) =>
+        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.RestartStopped)
         Behaviors.same
       case MemberGone(address) =>
         // A run whose runner is gone (killed, its machine lost) would never be told to finish.

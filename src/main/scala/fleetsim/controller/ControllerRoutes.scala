@@ -2,6 +2,7 @@ package fleetsim.controller
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
+import fleetsim.Caller
 import fleetsim.protocol.*
 import fleetsim.transport.SshEndpoint
 import org.apache.pekko.actor.typed.ActorSystem
@@ -21,7 +22,7 @@ import scala.concurrent.duration.*
 import scala.util.{Failure, Try}
 
 /** Protocol v1 and the admin API over HTTP. Admin calls are answered only to callers whose socket is on
-  * loopback, and change nothing for a browser page of another origin ([[Caller.adminRefusal]]).
+  * loopback, and change nothing for a browser page of another origin ([[Caller.refusal]]).
   */
 final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(using system: ActorSystem[?]):
   import ControllerRoutes.{*, given}
@@ -262,7 +263,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
   /** Loopback callers by their socket, not through a tunnel, and no writes from a browser page of another origin. */
   private def adminsOnly(inner: Route): Route =
     extractRequest { request =>
-      Caller.adminRefusal(request, tunnelled(request)) match
+      Caller.refusal(request, "the admin API", anyHost = false, tunnelled = tunnelled(request)) match
         case Some(why) => complete(StatusCodes.Forbidden, why)
         case None => inner
     }

@@ -7,9 +7,11 @@ import io.micrometer.core.instrument.{FunctionCounter, Gauge, MeterRegistry, Tim
 import org.HdrHistogram.{Histogram, Recorder}
 
 import java.time.Duration
+import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.TimeUnit.NANOSECONDS
 import java.util.concurrent.atomic.LongAdder
 import scala.collection.immutable.ListMap
+import scala.jdk.CollectionConverters.*
 
 /** The fleet's figures, kept by group (state, message kind, outcome, transition), never per device,
   * so their number does not grow with the fleet. Writers are lock-free; [[snapshot]] is for one
@@ -38,6 +40,8 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   private val pushesReceived = counter("fleetsim.pushes", "pushes received (messages on the devices' MQTT subscriptions)")
   private val pushesAcknowledged = counter("fleetsim.pushes.acknowledged", "pushes applied and acknowledged")
   private val pushToAck = Timing(timer("fleetsim.push.to.ack", "time from a push's arrival to its acknowledgement"))
+  /** By reason: a profile has a few, so a map made as they come stays small. */
+  private val halts = ConcurrentHashMap[String, LongAdder]()
 
   private final class KindFigures(kind: MessageKind):
     private def outcome(name: String) = counter("fleetsim.messages", "replies by outcome", "kind" -> kind.key, "outcome" -> name)
@@ -104,7 +108,8 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
       case Some(reason) => k.failed(reason.ordinal).increment()
       case None => k.ok.increment()
 
-  def halted(reason: String): Unit = () // counted by reason: to come
+  def halted(reason: String): Unit =
+    halts.computeIfAbsent(reason, r => counter("fleetsim.devices.stopped", "devices that stopped themselves, by reason", "reason" -> r)).increment()
 
   def tunnelOpened(handshakeNanos: Long): Unit =
     tunnelsOpened.increment()
@@ -152,7 +157,9 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
       overall = allHandshakes)
     val moves = for from <- DeviceState.values; to <- DeviceState.values yield (from, to) -> transitions(from.ordinal)(to.ordinal).sum
     val (recentPushes, allPushes) = pushToAck.take()
-    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap, PushSnapshot(pushesReceived.sum, pushesAcknowledged.sum, recentPushes, allPushes))
+    val stopped = halts.entrySet.asScala.map(e => e.getKey -> e.getValue.sum).toMap
+    MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap, PushSnapshot(pushesReceived.sum, pushesAcknowledged.sum, recentPushes, allPushes),
+      stopped)
   }
 
 object FleetMetrics:
@@ -270,7 +277,9 @@ final case class MetricsSnapshot(
     byKind: ListMap[String, KindSnapshot],
     tunnels: TunnelSnapshot,
     transitions: Map[(DeviceState, DeviceState), Long],
-    pushes: PushSnapshot):
+    pushes: PushSnapshot,
+    /** Times devices stopped themselves so far, by reason: a device restarted and stopped again counts twice. */
+    stopped: Map[String, Long]):
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum
 
   /** Requests sent and not yet answered, across all kinds. */
@@ -295,13 +304,13 @@ final case class MetricsSnapshot(
 
   def +(o: MetricsSnapshot): MetricsSnapshot =
     MetricsSnapshot(sum(byState, o.byState), byKind.map((k, v) => k -> o.byKind.get(k).fold(v)(v + _)), tunnels + o.tunnels,
-      sum(transitions, o.transitions), pushes + o.pushes)
+      sum(transitions, o.transitions), pushes + o.pushes, sum(stopped, o.stopped))
 
 object MetricsSnapshot:
   /** No devices, no figures: what a process without the run's devices answers. */
   val empty: MetricsSnapshot =
     MetricsSnapshot(Map.empty, ListMap.empty, TunnelSnapshot(0, 0, 0, Map.empty, Times.empty, Times.empty), Map.empty,
-      PushSnapshot(0, 0, Times.empty, Times.empty))
+      PushSnapshot(0, 0, Times.empty, Times.empty), Map.empty)
 
 /** Counts by key, added key by key. */
 private def sum[K](a: Map[K, Long], b: Map[K, Long]): Map[K, Long] =

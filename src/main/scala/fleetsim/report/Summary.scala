@@ -36,7 +36,11 @@ final case class RunInfo(
   * lost during the run (their blocks started again on the others).
   */
 final case class ClusterSummary(nodes: Map[String, Long], lost: List[String])
-final case class DevicesSummary(target: Int, started: Int, byState: Map[String, Long])
+/** @param byState devices per state at the end
+  * @param stopped times devices stopped themselves during the run, by reason (a device restarted and
+  *   stopped again counts twice); `byState.Stopped` is how many were Stopped at the end
+  */
+final case class DevicesSummary(target: Int, started: Int, byState: Map[String, Long], stopped: Map[String, Long])
 final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Long, failures: Map[String, Long])
 final case class LatencySummary(p50: Double, p99: Double, max: Double)
 final case class ProcessSummary(threadsPeak: Int, heapUsedPeakBytes: Long)
@@ -77,7 +81,8 @@ object Summary:
     def byKind[A](f: KindSnapshot => A) = metrics.byKind.map((k, v) => k -> f(v))
     Summary(
       run,
-      DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L)))),
+      DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L))),
+        ListMap.from(metrics.stopped.toSeq.sortBy(_._1))),
       byKind(k => counts(k)),
       byKind(k => latencySummary(k.overall)),
       tunnelsUp.filter(_ => run.transport != "mqtt").map { up =>
@@ -114,6 +119,7 @@ object Summary:
     val lines = Seq.newBuilder[String]
     lines += f"fleetsim: ${s.run.stopReason} after ${s.run.durationS}%.1f s, ${s.devices.started} of ${s.devices.target} devices started"
     lines += "  devices: " + s.devices.byState.map((k, v) => s"$k $v").mkString(", ")
+    if s.devices.stopped.nonEmpty then lines += "  stopped themselves: " + s.devices.stopped.map((reason, n) => s"$n for $reason").mkString(", ")
     lines += f"  ${"kind"}%-10s ${"sent"}%10s ${"ok"}%10s ${"403"}%8s ${"failed"}%8s ${"p50 ms"}%8s ${"p99 ms"}%8s ${"max ms"}%8s"
     s.messages.foreach { (kind, m) =>
       val l = s.latencyMs(kind)

@@ -1,8 +1,9 @@
 package fleetsim.web
 
-import com.github.plokhotnyuk.jsoniter_scala.core.writeToString
+import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, writeToString}
+import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.Config
-import fleetsim.CannotBind
+import fleetsim.{CannotBind, Caller}
 import fleetsim.metrics.Sample
 import fleetsim.report.Assets
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -18,10 +19,11 @@ import org.apache.pekko.http.scaladsl.server.Route
 import org.apache.pekko.stream.scaladsl.{BroadcastHub, Keep, Source}
 import org.apache.pekko.stream.{BoundedSourceQueue, OverflowStrategy}
 
-import java.net.InetSocketAddress
+import java.net.{InetAddress, InetSocketAddress}
 import scala.collection.mutable
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
+import scala.util.Try
 
 /** Where the dashboard listens. Off (`enabled = false`) for runs that want no server at all. */
 final case class DashboardSettings(enabled: Boolean, host: String, port: Int):
@@ -32,8 +34,9 @@ object DashboardSettings:
     val c = config.getConfig("fleetsim.dashboard")
     DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"))
 
-/** The live dashboard: a page of charts fed one [[Sample]] a second over server-sent events, and
-  * `/metrics` for Prometheus. Aggregates only, so it is as light at a million devices as at ten.
+/** The live dashboard: a page of charts fed one [[Sample]] a second over server-sent events,
+  * `/metrics` for Prometheus, and one control, `POST /api/devices/restart-stopped`. Aggregates only,
+  * so it is as light at a million devices as at ten.
   */
 final class Dashboard private (binding: Http.ServerBinding, samples: BoundedSourceQueue[Sample], history: Dashboard.History):
   def address: InetSocketAddress = binding.localAddress
@@ -58,7 +61,11 @@ object Dashboard:
     }
     def all: List[Sample] = synchronized(samples.toList)
 
-  def start(settings: DashboardSettings, runJson: String, prometheus: PrometheusMeterRegistry)(using system: ActorSystem[?]): Future[Dashboard] =
+  /** @param restartStopped starts again the run's devices that stopped themselves (once the run has
+    *   its devices); how many were Stopped
+    */
+  def start(settings: DashboardSettings, runJson: String, prometheus: PrometheusMeterRegistry, restartStopped: () => Future[Long])(using
+      system: ActorSystem[?]): Future[Dashboard] =
     given ExecutionContext = system.executionContext
     val history = History(600)
     val (queue, live) = Source.queue[Sample](16).toMat(BroadcastHub.sink(bufferSize = 16))(Keep.both).run()
@@ -66,7 +73,9 @@ object Dashboard:
     val events = live
       .map(s => ServerSentEvent(writeToString(s)))
       .keepAlive(15.seconds, () => ServerSentEvent.heartbeat)
-    val route = routes(runJson, prometheus, history, events)
+    // Bound by the user to an address other hosts reach (0.0.0.0, a LAN address): callers there are its users too.
+    val anyHost = Try(InetAddress.getByName(settings.host)).toOption.exists(!_.isLoopbackAddress)
+    val route = concat(routes(runJson, prometheus, history, events), restart(anyHost, restartStopped))
     Http(system.classicSystem)
       .newServerAt(settings.host, settings.port)
       .bind(route)
@@ -95,3 +104,23 @@ object Dashboard:
           complete(HttpEntity(ContentTypes.`text/plain(UTF-8)`, prometheus.scrape())) // Prometheus text format 0.0.4
         })
     }
+
+  /** 202 `{"restarting": N}`: N devices were Stopped when the fleet was told. It changes the run, so
+    * it is guarded as the controller's admin API is ([[Caller.refusal]]): 403 `{"error": ...}`.
+    */
+  private def restart(anyHost: Boolean, restartStopped: () => Future[Long]): Route =
+    path("api" / "devices" / "restart-stopped") {
+      post {
+        extractRequest { request =>
+          Caller.refusal(request, "the dashboard's restart", anyHost, tunnelled = false) match
+            case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
+            case None => onSuccess(restartStopped())(n => complete(StatusCodes.Accepted, json(Restarting(n))))
+        }
+      }
+    }
+
+  private final case class Restarting(restarting: Long)
+  private final case class Refused(error: String)
+  private given JsonValueCodec[Restarting] = JsonCodecMaker.make
+  private given JsonValueCodec[Refused] = JsonCodecMaker.make
+  private def json[A: JsonValueCodec](a: A) = HttpEntity(ContentTypes.`application/json`, writeToString(a))

@@ -35,6 +35,9 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
       metrics.replied(kinds(0), if i % 100 == 0 then Reply.Failed(FailureReason.TimedOut) else Reply.Response(200, Array.emptyByteArray), i * 1_000_000L)
     }
     metrics.tunnelOpened(7_000_000L)
+    metrics.halted("join: 403")
+    metrics.halted("checksum: 404 x5")
+    metrics.halted("join: 403")
     val snapshot = metrics.snapshot()
     val back = roundTrip(NodeFigures("pekko://fleetsim@127.0.0.1:25520", snapshot)).snapshot
     assert(back.byState == snapshot.byState)
@@ -43,6 +46,11 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     assert((b.sent, b.ok, b.failures(FailureReason.TimedOut), b.inFlight) == (500, 495, 5, 0))
     assert(b.overall.latency == k.overall.latency && b.recent.count == 500)
     assert(back.tunnels.opened == 1 && back.tunnels.overall.latency == snapshot.tunnels.overall.latency)
+    assert(back.stopped == Map("join: 403" -> 2, "checksum: 404 x5" -> 1))
+  }
+
+  test("a restart of a run's stopped devices") {
+    assert(roundTrip(NodeAgent.RestartStopped("r1")) == NodeAgent.RestartStopped("r1"))
   }
 
   test("a plan with a long profile and its reply address") {

@@ -2,6 +2,7 @@ package fleetsim.metrics
 
 import fleetsim.device.DeviceState
 import fleetsim.transport.{FailureReason, MessageKind, Reply}
+import io.micrometer.prometheusmetrics.{PrometheusConfig, PrometheusMeterRegistry}
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.matchers.should.Matchers
 
@@ -59,6 +60,22 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
     second.recent.count shouldBe 50
     second.recent.latency.max shouldBe 1.0 +- 0.01
     second.overall.count shouldBe 150
+  }
+
+  test("stops are counted by reason, from many threads at once, merge across fleets, and reach Prometheus") {
+    val prometheus = PrometheusMeterRegistry(PrometheusConfig.DEFAULT)
+    val (a, b) = (FleetMetrics(kinds, prometheus), FleetMetrics(kinds))
+    val threads = (1 to 4).map(_ => Thread(() => (1 to 1000).foreach(i => a.halted(if i % 10 == 0 then "checksum: 404 x5" else "join: 403"))))
+    threads.foreach(_.start())
+    threads.foreach(_.join(10_000))
+    b.halted("join: 403")
+    a.snapshot().stopped shouldBe Map("join: 403" -> 3600, "checksum: 404 x5" -> 400)
+    (a.snapshot() + b.snapshot()).stopped shouldBe Map("join: 403" -> 3601, "checksum: 404 x5" -> 400)
+    (a.snapshot().lost + b.snapshot()).stopped shouldBe Map("join: 403" -> 3601, "checksum: 404 x5" -> 400) // a node gone keeps what it counted
+    MetricsSnapshot.empty.stopped shouldBe empty
+    val scrape = prometheus.scrape()
+    scrape should include("""fleetsim_devices_stopped_total{reason="join: 403"} 3600""")
+    scrape should include("""fleetsim_devices_stopped_total{reason="checksum: 404 x5"} 400""")
   }
 
   test("times of very different ranges add up without losing either") {

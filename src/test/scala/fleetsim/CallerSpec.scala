@@ -1,6 +1,7 @@
-package fleetsim.controller
+package fleetsim
 
 import com.typesafe.config.ConfigFactory
+import fleetsim.controller.{ControllerRoutes, ControllerSettings, Registry}
 import fleetsim.e2e.withSystem
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.model.*
@@ -11,9 +12,10 @@ import java.net.{InetAddress, InetSocketAddress}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
 
-/** Who the controller takes a call to come from, and whom its admin API answers. Tests can bind only
-  * 127.0.0.0/8, so a caller on another host is a request built with the remote address Pekko's server
-  * would have set on it; ControllerSpec has the same checks over real sockets on loopback.
+/** Who a server takes a call to come from, and whom an API that changes state answers. Tests can
+  * bind only 127.0.0.0/8, so a caller on another host is a request built with the remote address
+  * Pekko's server would have set on it; ControllerSpec and DashboardSpec have the same checks over
+  * real sockets on loopback.
   */
 class CallerSpec extends AnyWordSpec:
   private val loopback = InetSocketAddress(InetAddress.getByName("127.0.0.1"), 40000)
@@ -30,7 +32,8 @@ class CallerSpec extends AnyWordSpec:
     val plain = HttpRequest(method, Uri(s"$scheme://$host$path"), header("Host", host) +: sent.map(header))
     from.fold(plain)(address => plain.addAttribute(AttributeKeys.remoteAddress, RemoteAddress(address)))
 
-  private def refusal(r: HttpRequest, tunnelled: Boolean = false) = Caller.adminRefusal(r, tunnelled)
+  private def refusal(r: HttpRequest, tunnelled: Boolean = false, anyHost: Boolean = false) =
+    Caller.refusal(r, "the admin API", anyHost, tunnelled)
 
   "A caller's address" should {
     "be the socket's, whatever X-Forwarded-For, X-Real-Ip or Forwarded claim" in {
@@ -90,7 +93,17 @@ class CallerSpec extends AnyWordSpec:
       val read = request(HttpMethods.GET, path = "/admin/counts", sent = Seq("Origin" -> "http://evil.example", "Sec-Fetch-Site" -> "cross-site"))
       assert(refusal(read).isEmpty)
     }
+  }
 
+  "An API whose server the user bound to an address other hosts reach" should {
+    "answer a caller on another host, and still refuse a page of another site" in {
+      assert(refusal(request(from = Some(remote)), anyHost = true).isEmpty)
+      assert(refusal(request(from = Some(remote), sent = Seq("Sec-Fetch-Site" -> "cross-site")), anyHost = true).isDefined)
+      assert(refusal(request(from = Some(remote), sent = Seq("Origin" -> "http://evil.example")), anyHost = true).isDefined)
+    }
+  }
+
+  "The controller's admin API" should {
     "through the controller's own routes, not take a caller on another host for one on loopback, nor record its claim as its address" in {
       val config = ConfigFactory.parseString(s"""fleetsim.controller.state-dir = "${java.nio.file.Files.createTempDirectory("fleetsim-controller")}"""")
         .withFallback(ConfigFactory.load()).resolve()
