@@ -2,7 +2,7 @@ package fleetsim.e2e
 
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.cli.{FleetRun, RunSettings}
-import fleetsim.device.DeviceState.Reporting
+import fleetsim.device.DeviceState.{Reporting, Stopped}
 import fleetsim.report.Summary
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
@@ -85,6 +85,43 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
         val summary = Await.result(run.finish("test over"), 60.seconds)
         assert(summary.messages("checksum").failures("unauthorized") >= Devices)
         assert(summary.messages("join").ok == controller.counts.received("join"))
+      }
+    }
+  }
+
+  "ap-shell devices" should {
+    "register after their boot delay, apply a config only once its sha256 matches, stop when deleted, and come back when restarted" in {
+      val c = config("ap-shell")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        val controller = run.controller.get
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(controller.dialectsUpToDate == Devices)) // each archive's sha256 matched the checksum it polled
+        // Five devices deleted on the controller: each polls, gets 404 five times, and stops itself.
+        val admin = Admin(run.controllerUrl)
+        val fleet = fleetsim.fleet.FleetSettings(c)
+        val ids = (0 until 5).map { i => val mac = java.lang.StringBuilder(); fleet.appendMac(i, mac); mac.toString.replace(":", "") }
+        ids.foreach(id => admin.send("POST", s"/admin/agent/devices/$id/delete"))
+        eventually(assert(run.metrics.devicesByState(Stopped) == 5))
+        assert(run.metrics.snapshot().stopped == Map("checksum: 404 x5" -> 5))
+        // Restarted by the live control API: they boot, register again, and report.
+        val restart = java.net.http.HttpClient.newHttpClient().send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(run.dashboard.get.url + "api/devices/restart-stopped"))
+            .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString())
+        assert(restart.statusCode == 202 && restart.body == """{"restarting":5}""", restart.body)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        controller.registry.bumpConfig()
+        eventually(assert(controller.dialectsUpToDate == Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        val counts = summary.controller.get
+        assert(summary.messages("register").ok == Devices + 5 && counts.received("join") == Devices + 5)
+        for kind <- Seq("config", "applied") do assert(summary.messages(kind).ok == counts.received(kind), kind)
+        val polls = summary.messages("checksum")
+        assert(polls.failures("rejected") == 5 * 5 && counts.refused("checksum") == 5 * 5) // five 404s each, then silence
+        assert(polls.ok == counts.received("checksum"))
+        assert(polls.sent == polls.ok + polls.forbidden + polls.failed)
+        assert(summary.devices.stopped == Map("checksum: 404 x5" -> 5) && summary.devices.byState("Stopped") == 0)
       }
     }
   }
