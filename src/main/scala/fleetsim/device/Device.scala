@@ -269,8 +269,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     profile.boot(this)
     failures = 0
     val delay = profile.startDelay(random)
+    if delay > 0 then wake(Boot, delay.nanos) // before the move is seen: a test steps time once it sees it
     enter(Discovering)
-    if delay > 0 then wake(Boot, delay.nanos) else join()
+    if delay <= 0 then join()
 
   private def join(): Unit =
     session += 1

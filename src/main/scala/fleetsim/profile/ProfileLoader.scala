@@ -774,9 +774,10 @@ object ProfileLoader:
       val joinBlock = Option.when(!mqtt)(obj(root, "join", "join"))
       val resumeBlock = Option.when(root.hasPath("resume"))(obj(root, "resume", "resume"))
       for (b, what) <- joinBlock.map(_ -> "join") ++ resumeBlock.map(_ -> "resume") do keysOf(b, CallKeys + "not-admitted", what)
+      // A join's 403 means not yet; a resume's means the controller no longer knows the device: it registers afresh.
       def notAdmitted(block: ConfigObject, what: String) =
         val j = block.toConfig
-        if !j.hasPath("not-admitted") then Set(403)
+        if !j.hasPath("not-admitted") then (if what == "join" then Set(403) else Set.empty[Int])
         else
           try j.getIntList("not-admitted").asScala.map(_.intValue).toSet
           catch case _: ConfigException => failAt(j, "not-admitted", s"$what.not-admitted must be a list of statuses, like [403]")

@@ -90,11 +90,11 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       closed = true
       Future.successful(Done)
 
-  private final class Probed(moves: ActorRef[Moved], halts: ActorRef[String]) extends DeviceEvents:
+  private final class Probed(moves: ActorRef[Moved], halts: ActorRef[String], judgements: ActorRef[(Int, Option[FailureReason])]) extends DeviceEvents:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
     def late(kind: MessageKind, nanos: Long): Unit = ()
-    def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit = ()
+    def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit = judgements ! (reply.status -> failure)
     def halted(reason: String): Unit = halts ! reason
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
@@ -105,8 +105,9 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
     val tunnelCalls = TestProbe[Call]()
     val halts = TestProbe[String]()
+    val judgements = TestProbe[(Int, Option[FailureReason])]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -377,6 +378,50 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     }
     """)
 
+  /** An agent that checks the archive it downloads against the checksum it polled, and that a device
+    * its identity row names resumes as, with the id and key the row gives it.
+    */
+  private lazy val checking =
+    val rows = (0 until 100).map(i => if i == 7 then "ap7,k7" else ",").mkString("id,key\n", "\n", "\n")
+    val csv = java.nio.file.Files.createTempFile("known", ".csv")
+    csv.toFile.deleteOnExit()
+    java.nio.file.Files.writeString(csv, rows)
+    profileFile("checking", s"""
+    name = checking
+    identity.csv = "$csv"
+    join {
+      path = "/register"
+      keep { id { regex = "id: (\\\\S+)", type = text }, key { regex = "key: (\\\\S+)", type = text } }
+    }
+    resume {
+      name = hello
+      path = "/devices/{{id}}/info"
+      headers { X-Key = "{{key}}" }
+      expect = [204, 409] # 409: known already, as some controllers answer
+    }
+    messages {
+      poll {
+        interval = 30s
+        path = "/devices/{{id}}/checksum"
+        keep { checksum { regex = "(\\\\S+)", type = text, default = "" } }
+      }
+    }
+    triggers {
+      update {
+        when { differs = checksum, from = applied }
+        calls = [
+          {
+            path = "/devices/{{id}}/archive"
+            keep { archiveMd5 { digest = md5 } }
+            check = "archiveMd5 == checksum"
+            retry { tries = 2, delay = 1s }
+          }
+          { name = done, path = "/devices/{{id}}/applied" }
+        ]
+      }
+    }
+    """)
+
   private def profileFile(name: String, text: String): String =
     val file = java.nio.file.Files.createTempFile(name, ".conf")
     file.toFile.deleteOnExit()
@@ -437,4 +482,40 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(Reporting, Stopped)
       halts.expectMessage("poll: 404 x3")
       quietFor(90.seconds, calls)
+    "resume as its identity row makes it known, and register afresh once refused" in new Fixture(profile = checking):
+      val hello = next("hello")
+      assert(hello.request.path == "/devices/ap7/info" && String(hello.request.headers, UTF_8).contains("X-Key: k7"))
+      hello.answer(Forbidden) // the controller forgot it: it forgets what its row gave it, and registers
+      expectMove(Discovering, Backoff)
+      val (_, register) = timeUntil(calls, max = 2.seconds)
+      assert(register.request.kind.key == "join")
+
+    "count an expected status other than 2xx ok, and a 2xx it does not expect failed" in new Fixture(profile = checking):
+      next("hello").answer(text(200, ""))
+      judgements.expectMessage(200 -> Some(FailureReason.UnexpectedStatus))
+      expectMove(Discovering, Backoff)
+
+    "apply an archive only when its digest matches the checksum it polled, trying again within the cycle" in new Fixture(profile = checking):
+      next("hello").answer(text(409, ""))
+      judgements.expectMessage(409 -> None) // expected: counted ok
+      expectMove(Discovering, Reporting)
+      val archive = "config 2\n".getBytes(UTF_8)
+      val md5 = java.util.HexFormat.of.formatHex(java.security.MessageDigest.getInstance("MD5").digest(archive))
+      pass(15.seconds)
+      next("poll").answer(text(200, md5))
+      expectMove(Reporting, ConfigDownloading)
+      next("update").answer(Reply.Response(200, "config 1\n".getBytes(UTF_8))) // stale: not what was announced
+      judgements.expectMessage(200 -> Some(FailureReason.CheckFailed))
+      val (_, again) = timeUntil(calls)
+      assert(again.request.kind.key == "update")
+      again.answer(Reply.Response(200, "trunc".getBytes(UTF_8)))
+      judgements.expectMessage(200 -> Some(FailureReason.CheckFailed))
+      expectMove(ConfigDownloading, Reporting) // both tries failed: not applied, and not sent done
+      pass(30.seconds)
+      next("poll").answer(text(200, md5)) // still announced: it tries again, and this time the archive is whole
+      expectMove(Reporting, ConfigDownloading)
+      next("update").answer(Reply.Response(200, archive))
+      next("done").answer(text(200, ""))
+      expectMove(ConfigDownloading, Reporting)
+      judgements.expectNoMessage(50.millis)
   }
