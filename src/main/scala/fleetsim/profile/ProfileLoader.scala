@@ -266,7 +266,7 @@ object ProfileLoader:
         case o: ConfigObject => o
         case v => fail(v, s"identity.$name.pick: each row is a block of fields and a weight, like { model = \"AG-200\", soc = \"MT7621\", weight = 3 }")
       }
-      val names = rows.head.keySet.asScala.toSeq.filter(_ != "weight").sortBy(k => rows.head.get(k).origin.lineNumber)
+      val names = rows.head.keySet.asScala.toSeq.filter(_ != "weight").sortBy(k => (rows.head.get(k).origin.lineNumber, k))
       if names.isEmpty then fail(rows.head, s"identity.$name.pick: a row needs at least one field besides its weight")
       for n <- names if !n.matches("[A-Za-z_][A-Za-z0-9_]*") do fail(rows.head.get(n), s"identity.$name.pick: '$n' is not a name templates can use (letters, digits, _)")
       val weights = rows.map { row =>
@@ -362,6 +362,8 @@ object ProfileLoader:
               case o: ConfigObject => o
               case v => fail(v, s"$what.keep.$key must be a block, like { json = \"/token\" }")
             keysOf(spec, Set("json", "regex", "header", "digest", "type", "default"), s"$what.keep.$key")
+            if spec.containsKey("digest") && !Digests.contains(String.valueOf(spec.get("digest").unwrapped)) then
+              fail(spec.get("digest"), s"$what.keep.$key.digest must be md5, sha1 or sha256 (got '${spec.get("digest").unwrapped}')")
             declare(key, spec, atJoin, s"$what.keep.$key")
         case v => fail(v, s"$what.keep must be a block of values to keep, like { token { json = \"/token\" } }")
       }
@@ -683,11 +685,7 @@ object ProfileLoader:
             case "regex" =>
               try Reading.Regex(Pattern.compile(string(spec, "regex"), Pattern.MULTILINE))
               catch case e: PatternSyntaxException => failAt(spec, "regex", s"$what.keep.$key: bad regular expression: ${e.getDescription} at ${e.getIndex}")
-            case "digest" => string(spec, "digest") match
-              case "md5" => Reading.Digest("MD5")
-              case "sha1" => Reading.Digest("SHA-1")
-              case "sha256" => Reading.Digest("SHA-256")
-              case other => failAt(spec, "digest", s"$what.keep.$key.digest must be md5, sha1 or sha256 (got '$other')")
+            case "digest" => Reading.Digest(Digests(string(spec, "digest")))
             case _ => Reading.Header(string(spec, "header"))
           Keep(resolved(declared(key).slot), reading, required = !spec.hasPath("default"))
         }
@@ -897,6 +895,8 @@ object ProfileLoader:
 
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
   private val StopAfter = "stop after (\\d+)".r
+  /** The digests a reply's body can be kept as, by the names a profile gives them. */
+  private val Digests = Map("md5" -> "MD5", "sha1" -> "SHA-1", "sha256" -> "SHA-256")
 
 /** The identity fields' view of a device: its number, and a random that is the same every time
   * for that device, so that what it picks it keeps.

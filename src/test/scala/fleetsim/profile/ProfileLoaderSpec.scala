@@ -175,3 +175,51 @@ class ProfileLoaderSpec extends AnyWordSpec:
       assert(code == 2 && err.contains("no device profile 'ap-v2'") && err.contains("did you mean ap-v1?"), err)
     }
   }
+
+  "A profile that plays an agent" should {
+    "name its join, and say in profile check what each call expects, how it is tried, and when messages start" in {
+      val agent = good.replace("  path = \"/register\"", "  name = register\n  path = \"/register\"\n  expect = [201]\n  reactions { 403 = stop }\n  retry { tries = 3, delay = 2s..15s }\n  timeout = 10s")
+        .replace("    interval = 10s", "    interval = 10s\n    first = at-join\n    reactions { 404 = \"stop after 5\" }")
+        .replace("name = \"mine\"", "name = \"mine\"\nstart-delay = 0s..10s\nidentity { hw { pick = [ { model = A1, soc = S1, weight = 3 }, { model = B2, soc = S2 } ] } }")
+        .replace("json = '''{\"mac\":\"{{mac}}\"}'''".replace("'''", "\"\"\""), "json = \"\"\"{\"mac\":\"{{mac}}\",\"model\":\"{{model}}\",\"soc\":\"{{soc}}\"}\"\"\"")
+      val (code, out, err) = fleetsim("profile", "check", write("agent.conf", agent).toString)
+      assert(code == 0, err)
+      assert(out.contains("message kinds register, beat, update"), out)
+      assert(out.contains("(boots, then waits a random 0s..10s before its first call)"), out)
+      assert(out.contains("(expects 201; 403: stop; tried up to 3 times, 2s..15s apart; times out after 10s)"), out)
+      assert(out.contains("beat (every 10 s; first: at-join)") && out.contains("(404: stop after 5)"), out)
+      // A model and its SoC picked together: each device's pair is one of the rows.
+      val pairs = "\"model\":\"(\\w+)\",\"soc\":\"(\\w+)\"".r.findAllMatchIn(out).map(m => m.group(1) -> m.group(2)).toSet
+      assert(pairs.nonEmpty && pairs.subsetOf(Set("A1" -> "S1", "B2" -> "S2")), out)
+    }
+    "refuse a name on a message's calls: they are counted under the message's" in
+      refused("    interval = 10s", "    interval = 10s\n    name = heartbeat", 10, "counted under the message's name (beat)")
+    "refuse an expected status that is none" in
+      refused("    interval = 10s", "    interval = 10s\n    expect = [999]", 10, "'999' is not a status")
+    "refuse a reaction it does not know, with the ones it does" in
+      refused("    interval = 10s", "    interval = 10s\n    reactions { 404 = explode }", 10, "stop or \"stop after N\"", "(got 'explode')")
+    "refuse a retry of one try, or a delay that runs backwards" in {
+      refused("    interval = 10s", "    interval = 10s\n    retry { tries = 1 }", 10, "retry.tries must be from 2 to 100")
+      refused("    interval = 10s", "    interval = 10s\n    retry { tries = 3, delay = 5s..2s }", 10, "the range must run from a duration to one as long or longer")
+    }
+    "refuse a first send it cannot schedule, and a start delay that is no duration" in {
+      refused("    interval = 10s", "    interval = 10s\n    first = soon", 10, "first must be at-join, random-phase or \"after 5s..10s\"")
+      refused("name = \"mine\"", "name = \"mine\"\nstart-delay = soon", 2, "start-delay must be a duration or a range of them")
+    }
+    "refuse a digest it cannot take, a check in braces, and a timeout that is not one" in {
+      refused("json = \"/version\"", "digest = crc32", 12, "digest must be md5, sha1 or sha256")
+      refused("    interval = 10s", "    interval = 10s\n    check = \"{{version}} == 1\"", 10, "check is an expression, without {{ }}")
+      refused("    interval = 10s", "    interval = 10s\n    check = \"versoin == 1\"", 10, "unknown variable 'versoin'")
+      refused("    interval = 10s", "    interval = 10s\n    timeout = -1s", 10, "timeout must be a positive duration")
+    }
+    "refuse form options without a form, a resume with no device known, rows of a pick that differ" in {
+      refused("    interval = 10s", "    interval = 10s\n    form-encoding { trailing-separator = true }", 10, "form-encoding is for a form body")
+      refused("name = \"mine\"", "name = \"mine\"\nresume { path = \"/hello\" }", 2, "resume is the call of a device that starts known")
+      refused("name = \"mine\"", "name = \"mine\"\nidentity { hw { pick = [ { model = A1, soc = S1 }, { model = B2 } ] } }", 2,
+        "every row has the same fields (model, soc)")
+    }
+    "refuse identity.csv's text where it seeds a number" in {
+      val csv = write("known.csv", "version\n1\nnew\n")
+      refused("name = \"mine\"", s"name = \"mine\"\nidentity.csv = \"$csv\"", 2, "row 3, column version: 'new' is not a number")
+    }
+  }
