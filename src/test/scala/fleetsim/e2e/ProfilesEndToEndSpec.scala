@@ -3,6 +3,7 @@ package fleetsim.e2e
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.cli.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.{Reporting, Stopped}
+import fleetsim.profile.ProfileLoader
 import fleetsim.report.Summary
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
@@ -33,7 +34,7 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
       fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, iot-tokens = "$tokens" }
       fleetsim.http.request-timeout = 2s
       fleetsim.device.backoff { min = 100ms, max = 1s }
-      fleetsim.run.results-dir = "${Files.createTempDirectory(dir, profile)}"
+      fleetsim.run.results-dir = "${Files.createTempDirectory(dir, Path.of(profile).getFileName.toString)}"
       $extra
       """).withFallback(ConfigFactory.load()).resolve()
 
@@ -122,6 +123,25 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
         assert(polls.ok == counts.received("checksum"))
         assert(polls.sent == polls.ok + polls.forbidden + polls.failed)
         assert(summary.devices.stopped == Map("checksum: 404 x5" -> 5) && summary.devices.byState("Stopped") == 0)
+      }
+    }
+  }
+
+  "A profile's own timeouts" should {
+    "end a call at its own timeout, before the run's, and give the devices the profile's connect timeout" in {
+      assert(RunSettings(config("ap-shell")).http.connectTimeout == 10.seconds) // curl --connect-timeout 10
+      val agent = ProfileLoader.builtInText("ap-agent").get
+      val poll = "    path = \"/agent/devices/{{id}}/checksum\""
+      assert(agent.contains(poll))
+      val file = Files.writeString(dir.resolve("impatient.conf"), agent.replace(poll, poll + "\n    timeout = 300ms"))
+      val c = config(file.toString) // the run's request timeout: 2 s
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        Admin(run.controllerUrl).send("PUT", "/admin/faults", """{"latencyMs":1000}""")
+        eventually(assert(run.metrics.snapshot().byKind("checksum").failures(fleetsim.transport.FailureReason.TimedOut) >= Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.messages("join").failed == 0) // a second to answer is within the run's 2 s
       }
     }
   }
