@@ -38,7 +38,7 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings)(u
 
   private val dialects = Dialects(registry, settings, (kind: String) => faulty(kind))
 
-  /** Devices of the other dialects (ap-agent, iot-telemetry) that applied the current config. */
+  /** Devices of the other dialects (ap-agent and ap-shell, iot-telemetry) that applied the current config. */
   def dialectsUpToDate: Int = dialects.upToDate
 
   val route: Route =
