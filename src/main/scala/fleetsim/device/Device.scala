@@ -102,8 +102,6 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private var failures = 0
   /** Sessions started: a session is a join (and tunnel) and what the device does until the next. */
   private var session = 0
-  /** The session's join call: `resume` when the device is known already, else `join`. */
-  private var joinCall: Call = null
   /** The profile's numbers and texts for this device, and each message's schedule ([[Registers]]). */
   val registers: Array[Long] = new Array[Long](profile.registers)
   val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
@@ -148,7 +146,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   // ---- states: what each does with a message; anything else is from an older session ----
 
   private def discovering(command: Command): Unit = command match
-    case Replied(n, call, reply, attempt) if n == session && (call eq joinCall) =>
+    case Replied(n, call, reply, attempt) if n == session && joining(call) =>
       read(call, reply, attempt) match
         case Outcome.Ok => joined()
         case Outcome.NotAdmitted => wake(RetryJoin, backoffDelay()) // ask again, more slowly each time
@@ -159,7 +157,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           profile.forget(this) // a known device the controller no longer knows registers afresh
           backOff()
         case Outcome.Reauthenticate | Outcome.Failed | Outcome.Unusable(_) => backOff()
-    case Again(n, call, attempt) if n == session && (call eq joinCall) => send(shared.http, call, attempt = attempt)
+    case Again(n, call, attempt) if n == session && joining(call) => send(shared.http, call, attempt = attempt)
     case Boot => join()
     case TunnelOpened(Right(opened)) => // the session was the join
       failures = 0
@@ -276,9 +274,14 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private def join(): Unit =
     session += 1
     enter(Discovering)
-    joinCall = (if profile.resumes(this) then profile.resume else profile.join).orNull
-    if joinCall != null then send(shared.http, joinCall)
-    else openSession()
+    (if profile.resumes(this) then profile.resume else profile.join) match
+      case Some(call) => send(shared.http, call)
+      case None => openSession()
+
+  /** The session's join is `join`, or `resume` for a device known already (no field of its own: a
+    * million devices would pay for it).
+    */
+  private def joining(call: Call): Boolean = profile.join.contains(call) || profile.resume.contains(call)
 
   /** The device stops itself, as its profile says, until [[Device.Restart]]. */
   private def stop(reason: String): Unit =

@@ -338,6 +338,9 @@ object ProfileLoader:
       Option(block.get(list)) match
         case Some(l: ConfigList) =>
           if l.isEmpty then fail(l, s"$what.$list needs at least one request")
+          // Its calls are the list's: a call's own key beside the list would be read by none of them.
+          for key <- Seq("path", "topic", "url", "method", "headers", "json", "form", "text", "keep", "expect", "check", "retry") if block.containsKey(key) do
+            fail(block.get(key), s"$what has both $list and $key: put $key in the calls of $list")
           l.asScala.toSeq.map {
             case o: ConfigObject => o
             case v => fail(v, s"each of $what.$list is a block { method, path, ... }")
@@ -646,6 +649,7 @@ object ProfileLoader:
         if c.hasPath("topic") then failAt(c, "topic", s"$what has both a url and a topic: a call either fetches a url or publishes")
         if !string(c, "url").contains("{{") && UrlTransport.split(string(c, "url")).isEmpty then
           failAt(c, "url", s"$what.url must be an absolute http:// or https:// URL, like \"https://config.example.com/devices/{{clientId}}\" or \"{{configUrl}}\"")
+        for key <- Seq("qos", "retain") if c.hasPath(key) do failAt(c, key, s"$what.$key is for a publish; a call to a url has none")
       val bodied = bodyOf(c, what, atJoin)
       val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
       if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
@@ -824,6 +828,8 @@ object ProfileLoader:
               d => slot.number(d) * 1_000_000_000L
         val jitter = Option.when(c.hasPath("jitter"))(c.getDouble("jitter"))
         jitter.foreach(j => if j < 0 || j >= 1 then failAt(c, "jitter", s"messages.$name.jitter must be at least 0 and below 1"))
+        if c.hasPath("max-failures") && c.hasPath("liveness") then
+          failAt(c, "liveness", s"messages.$name has both liveness and max-failures: say one (liveness = true is max-failures = --max-lost-heartbeats)")
         val maxFailures =
           if c.hasPath("max-failures") then Some(c.getInt("max-failures").max(0))
           else if c.hasPath("liveness") && c.getBoolean("liveness") then None

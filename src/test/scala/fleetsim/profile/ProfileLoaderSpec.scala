@@ -218,6 +218,11 @@ class ProfileLoaderSpec extends AnyWordSpec:
       refused("name = \"mine\"", "name = \"mine\"\nidentity { hw { pick = [ { model = A1, soc = S1 }, { model = B2 } ] } }", 2,
         "every row has the same fields (model, soc)")
     }
+    "refuse a key no call would read: a call's own beside its list of calls, liveness with max-failures" in {
+      refused("    path = \"/devices/{{mac}}/config\"", "    path = \"/devices/{{mac}}/config\"\n    calls = [ { path = \"/a\" } ]", 18,
+        "triggers.update has both calls and path: put path in the calls of calls")
+      refused("    interval = 10s", "    interval = 10s\n    liveness = true\n    max-failures = 2", 10, "has both liveness and max-failures")
+    }
     "refuse identity.csv's text where it seeds a number" in {
       val csv = write("known.csv", "version\n1\nnew\n")
       refused("name = \"mine\"", s"name = \"mine\"\nidentity.csv = \"$csv\"", 2, "row 3, column version: 'new' is not a number")
