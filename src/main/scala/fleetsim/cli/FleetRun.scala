@@ -72,7 +72,7 @@ final class FleetRun private (
         before <- devices.snapshot() // states and sessions before the devices stop, leave them and close their sessions
         cluster = devices.cluster
         _ <- devices.quiesce()
-        _ <- drained(Deadline.now + settings.http.requestTimeout + 1.second)
+        _ <- drained(Deadline.now + settings.drainWait)
         snapshot <- devices.snapshot()
       yield
         val ended = Instant.now

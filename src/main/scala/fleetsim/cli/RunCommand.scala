@@ -70,7 +70,7 @@ object RunCommand:
     onCtrlC { () =>
       interrupts.incrementAndGet() match
         case 1 =>
-          out.println(s"\nfleetsim: stopping: waiting up to ${(settings.http.requestTimeout + 1.second).toSeconds} s for the calls in flight; Ctrl-C again to stop now")
+          out.println(s"\nfleetsim: stopping: waiting up to ${settings.drainWait.toSeconds} s for the calls in flight; Ctrl-C again to stop now")
           shutdown.run(CoordinatedShutdown.JvmExitReason)
         case 2 =>
           out.println("\nfleetsim: stopping now: the calls in flight count as interrupted")

@@ -49,6 +49,9 @@ final case class RunSettings(
   require(maxConnects >= 1, "fleetsim.mqtt.max-connects must be at least 1")
 
   /** HTTP connections the fleet may hold open at once. */
+  /** How long a stopping run waits for the calls in flight: the longest a call may wait, its own timeout or the run's, and a second. */
+  def drainWait: FiniteDuration = http.requestTimeout.max(profile.longestTimeout.nanos) + 1.second
+
   def connections: Int =
     if transport == "mqtt" then 0
     else if connection == ConnectionMode.Shared then http.connectionsFor(fleet.devices)

@@ -52,9 +52,9 @@ private final class Dialects(registry: Registry, settings: ControllerSettings, f
         text(s"id: $id\nkey: $key\npoll: ${settings.heartbeatInterval.toSeconds}\n")
     },
     pathPrefix("devices" / Segment) { id =>
-      headerValueByName("X-Agent-Key") { key =>
+      (headerValueByName("X-Agent-Key") & extractUnmatchedPath) { (key, rest) =>
         if deleted.contains(id) then
-          registry.countRefused("checksum")
+          registry.countRefused(rest.toString.stripPrefix("/")) // checksum, config or applied
           complete(StatusCodes.NotFound)
         else if !Option(keys.get(id)).exists(k => k.key == key && k.expires > System.currentTimeMillis()) then unauthorized("checksum")
         else

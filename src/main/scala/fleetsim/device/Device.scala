@@ -47,8 +47,8 @@ object Device:
   // Replies carry the session they belong to, so replies from before a rejoin are ignored, and which
   // try of the call they answer (from 1).
   private final case class Replied(session: Int, call: Call, reply: Reply, attempt: Int) extends Command
-  /** A failed call's next try ([[Call.retry]]) is due. */
-  private final case class Again(session: Int, call: Call, attempt: Int) extends Command
+  /** A failed call's next try ([[Call.retry]]) is due; a periodic call's, while its message is still on `round`. */
+  private final case class Again(session: Int, call: Call, attempt: Int, round: Long) extends Command
   /** The reply a call's failed future stands for (a transport's never fails): one for all calls. */
   private val failedFuture = Reply.Failed(FailureReason.ProtocolError)
 
@@ -130,7 +130,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
               case Backoff => backingOff(command)
               case Tunneling => tunneling(command)
               case Reporting | ConfigDownloading => online(command)
-              case Stopped => if command == Restart then boot()
+              case Stopped => if command == Restart then boot() else unread(command)
     catch case NonFatal(e) => failed(e)
 
   override def postStop(): Unit =
@@ -157,7 +157,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           profile.forget(this) // a known device the controller no longer knows registers afresh
           backOff()
         case Outcome.Reauthenticate | Outcome.Failed | Outcome.Unusable(_) => backOff()
-    case Again(n, call, attempt) if n == session && joining(call) => send(shared.http, call, attempt = attempt)
+    case Again(n, call, attempt, _) if n == session && joining(call) => send(shared.http, call, attempt = attempt)
     case Boot => join()
     case TunnelOpened(Right(opened)) => // the session was the join
       failures = 0
@@ -166,11 +166,11 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case TunnelOpened(Left(FailureReason.Unauthorized)) => refusedSession()
     case TunnelOpened(Left(_)) => backOff()
     case RetryJoin => joinAgain()
-    case _ => ()
+    case _ => unread(command)
 
   private def backingOff(command: Command): Unit = command match
     case RetryJoin => joinAgain()
-    case _ => ()
+    case _ => unread(command)
 
   private def tunneling(command: Command): Unit = command match
     case TunnelOpened(Right(opened)) =>
@@ -181,7 +181,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case RetryTunnel =>
       failures += 1
       openTunnel()
-    case _ => ()
+    case _ => unread(command)
 
   /** Reporting and ConfigDownloading: the periodic sends, their replies, and bringing itself up to date. */
   private def online(command: Command): Unit = command match
@@ -191,29 +191,41 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       else
         val i = shared.messageOf(call.kind.index)
         if i >= 0 then replied(i, read(call, reply, attempt))
-    case Again(n, call, attempt) if n == session =>
-      if current == ConfigDownloading && (call eq updatingCall) || shared.messageOf(call.kind.index) >= 0 then
+    case Again(n, call, attempt, round) if n == session =>
+      val i = shared.messageOf(call.kind.index)
+      // A periodic call's tries end when its message's next round starts: one round in flight at a time, as an agent's loop.
+      if i >= 0 && registers(Registers.seq(i)) == round || current == ConfigDownloading && (call eq updatingCall) then
         send(channelFor(call), call, attempt = attempt)
     case TunnelLost(n) if n == tunnelNumber => sessionLost()
     case Pushed(n, push) if n == tunnelNumber => pushed(push)
-    case _ => () // an older session's
+    case _ => unread(command) // an older session's
 
   /** What a reply means, as the profile reads it into the device, counted as the profile judges it (a
-    * 2xx it cannot use failed, a status it expects ok); null when the call failed and is tried again.
+    * 2xx it cannot use or reacts to as a failure failed, a status it expects ok); null when the call
+    * failed and is tried again.
     */
   private def read(call: Call, reply: Reply, attempt: Int): Outcome =
     val outcome = call.read(reply, this)
     reply match
       case r: Reply.Response => outcome match
         case Outcome.Unusable(reason) => events.judged(call.kind, r, Some(reason))
-        case Outcome.Ok if !r.ok => events.judged(call.kind, r, None)
-        case _ => ()
+        case Outcome.Ok => if !r.ok then events.judged(call.kind, r, None)
+        case _ => if r.ok then events.judged(call.kind, r, Some(FailureReason.Rejected))
       case _ => ()
     outcome match
       case Outcome.Failed | Outcome.Unusable(_) if call.retry.exists(attempt < _.tries) =>
-        wake(Again(session, call, attempt + 1), call.retry.get.delay.pick(random).nanos)
+        val i = shared.messageOf(call.kind.index)
+        wake(Again(session, call, attempt + 1, if i >= 0 then registers(Registers.seq(i)) else 0), call.retry.get.delay.pick(random).nanos)
         null
       case _ => outcome
+
+  /** A reply the device no longer reads (an older session's, or one come while it is Stopped or backing
+    * off) is still counted as its call judges its status: an expected status ok, any other failed.
+    */
+  private def unread(command: Command): Unit = command match
+    case Replied(_, call, r: Reply.Response, _) if r.ok != call.expects(r.status) =>
+      events.judged(call.kind, r, if r.ok then Some(FailureReason.UnexpectedStatus) else None)
+    case _ => ()
 
   /** A periodic message's reply: up to date, refused, or one more failure in a row. */
   private def replied(i: Int, outcome: Outcome): Unit = outcome match

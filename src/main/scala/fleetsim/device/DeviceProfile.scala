@@ -74,6 +74,12 @@ trait Call:
     * of its own, counted. None: one try.
     */
   def retry: Option[Retry] = None
+  /** How long the call waits for its reply, in nanoseconds; 0: the transport's own timeout. */
+  def timeout: Long = 0
+  /** Whether `status` is success for this call (any 2xx unless it says otherwise): how a reply the
+    * device no longer reads (from an older session, or while it is Stopped) is still counted.
+    */
+  def expects(status: Int): Boolean = status / 100 == 2
 
 /** A call tried up to `tries` times, a random pause from `delay` (nanoseconds) between tries. */
 final case class Retry(tries: Int, delay: Spread)

@@ -174,6 +174,11 @@ object ProfileLoader:
 
     /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
     private val mqtt = transport.contains("mqtt")
+    private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
+    /** What a call to a path or url may have and a publish may not. */
+    private val HttpKeys = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
+    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
+      BodyKeys + "retry"
     private val httpOnly = Set("connection", "join", "resume", "ssh", "reactions", "connect-timeout")
     private val mqttOnly = Set("mqtt", "pushes")
     keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++
@@ -339,7 +344,7 @@ object ProfileLoader:
         case Some(l: ConfigList) =>
           if l.isEmpty then fail(l, s"$what.$list needs at least one request")
           // Its calls are the list's: a call's own key beside the list would be read by none of them.
-          for key <- Seq("path", "topic", "url", "method", "headers", "json", "form", "text", "keep", "expect", "check", "retry") if block.containsKey(key) do
+          for key <- (CallKeys - "name").toSeq.sorted if block.containsKey(key) do
             fail(block.get(key), s"$what has both $list and $key: put $key in the calls of $list")
           l.asScala.toSeq.map {
             case o: ConfigObject => o
@@ -533,11 +538,6 @@ object ProfileLoader:
       if !root.hasPath("timeout") then 0
       else duration(root, "timeout", "timeout").getOrElse(failAt(root, "timeout", "timeout must be a positive duration, like 10s")).toNanos
 
-    private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-    /** What a call to a path or url may have and a publish may not. */
-    private val HttpKeys = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
-    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
-      BodyKeys + "retry"
 
     /** A variable set for templates of one place: identity, constants, per-call values, kept values
       * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).

@@ -43,15 +43,26 @@ final class ProfiledDevice(
   def sshEndpoint(device: DeviceScope): Option[SshEndpoint] = ssh.flatMap { (host, port) =>
     Option(host.text(device)).filter(_.nonEmpty).map(SshEndpoint(_, port.number(device).toInt))
   }
+  /** Forgets what the session kept: values back to their defaults, and those the identity row seeds
+    * back to the row's; a device that resumed joins afresh next.
+    */
   def forget(device: DeviceScope): Unit =
     forgotten.foreach(_.reset(device))
-    seeds.forget(device)
+    seeds.plant(device, known = false)
 
   def resumes(device: DeviceScope): Boolean = resume.isDefined && seeds.known(device)
 
+  /** As after a reboot: every register and text cleared (counters toward a stop, a push waiting),
+    * then each kept value at its default, or as the identity row seeds it.
+    */
   def boot(device: DeviceScope): Unit =
-    forget(device)
-    seeds.plant(device)
+    java.util.Arrays.fill(device.registers, 0L)
+    if device.texts != null then java.util.Arrays.fill(device.texts.asInstanceOf[Array[AnyRef]], null)
+    forgotten.foreach(_.reset(device))
+    seeds.plant(device, known = true)
+
+  /** The longest a call of the profile waits for its reply, in nanoseconds; 0: none says. */
+  val longestTimeout: Long = (join ++ resume ++ messages.flatMap(_.calls) ++ triggers.flatMap(_.calls)).map(_.timeout).maxOption.getOrElse(0L)
 
   def startDelay(random: RandomGenerator): Long = startDelayed.fold(0L)(_.pick(random))
 
@@ -195,7 +206,8 @@ final class LateRegister:
   * @param rows each device's seeded values, by its number, in the order of `slots`
   */
 final class Seeds(slots: IndexedSeq[Slot], rows: Int => IndexedSeq[String], known: LateRegister):
-  def plant(device: DeviceScope): Unit =
+  /** Stores the row's values; `known`: the device resumes if the row holds them all (at boot, not after a forget). */
+  def plant(device: DeviceScope, known: Boolean): Unit =
     if slots.nonEmpty then
       val row = rows(device.number)
       var all = true
@@ -204,10 +216,9 @@ final class Seeds(slots: IndexedSeq[Slot], rows: Int => IndexedSeq[String], know
         val value = row(i)
         if value.isEmpty then all = false else slots(i).store(device, value)
         i += 1
-      if known.index >= 0 then device.registers(known.index) = if all then 1 else 0
+      if this.known.index >= 0 then device.registers(this.known.index) = if known && all then 1 else 0
 
   def known(device: DeviceScope): Boolean = known.index >= 0 && device.registers(known.index) == 1
-  def forget(device: DeviceScope): Unit = if known.index >= 0 then device.registers(known.index) = 0
 
 object Seeds:
   val None: Seeds = Seeds(IndexedSeq.empty, _ => IndexedSeq.empty, LateRegister())
@@ -226,8 +237,8 @@ final class Answers(expected: Array[Boolean], own: Map[Int, Reaction], notAdmitt
   def otherwise(status: Int): Option[Reaction] = if notAdmitted(status) then None else Some(shared.getOrElse(status, Reaction.Failed))
   /** Every counter a `stop after N` of this call keeps. */
   val counters: IndexedSeq[LateRegister] = (own.values ++ shared.values).collect { case Reaction.Stop(_, _, c) if c != null => c }.toIndexedSeq
-  /** Whether the default: any 2xx is success, and no reply is counted toward a stop. */
-  def plain: Boolean = expected == null && counters.isEmpty
+  /** Whether the default: any 2xx is success and means it, and no reply is counted toward a stop. */
+  def plain: Boolean = expected == null && own.isEmpty && counters.isEmpty
 
 /** A call rendered from templates.
   *
@@ -251,7 +262,7 @@ final class TemplateCall(
     override val toUrl: Boolean = false,
     checks: IndexedSeq[Template[CallScope]] = IndexedSeq.empty,
     override val retry: Option[Retry] = None,
-    timeout: Long = 0,
+    override val timeout: Long = 0,
     val notes: String = "")
     extends Call:
   import TemplateCall.*
@@ -278,6 +289,8 @@ final class TemplateCall(
     Request(kind, method, path.text(scope), lines, bytes, qos, retain, unsafe, timeout)
 
   override val keepsNothing: Boolean = keeps.isEmpty && checks.isEmpty && answers.plain
+
+  override def expects(status: Int): Boolean = answers.expects(status)
 
   def read(reply: Reply, device: DeviceScope): Outcome = reply match
     case r: Reply.Response =>

@@ -422,6 +422,10 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     }
     """)
 
+  /** The agent, with a poll tried again after longer than its interval. */
+  private lazy val patient = profileFile("patient", scala.io.Source.fromFile(agent).mkString
+    .replace("reactions { 404 = \"stop after 3\" }", "retry { tries = 3, delay = 40s }"))
+
   private def profileFile(name: String, text: String): String =
     val file = java.nio.file.Files.createTempFile(name, ".conf")
     file.toFile.deleteOnExit()
@@ -463,6 +467,17 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       pass(100.millis)
       next("register")
 
+    "end a poll's tries when its next round starts: one round in flight, as an agent's loop" in new Fixture(profile = patient):
+      pass(2.seconds)
+      next("register").answer(text(201, "id: ap7\n"))
+      expectMove(Discovering, Reporting)
+      next("poll").answer(Reply.Failed(FailureReason.TimedOut)) // its next try is due in 40 s, after the next round
+      pass(30.seconds)
+      next("poll").answer(text(200, "abc\n")) // the next round, which succeeds
+      quietFor(29.seconds, calls) // the first round's try, due at 40 s, is dropped
+      pass(1.second)
+      next("poll")
+
     "stop itself after three 404s on its poll, counting only since its last success" in new Fixture(profile = agent):
       pass(2.seconds)
       next("register").answer(text(201, "id: ap7\n"))
@@ -482,6 +497,16 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(Reporting, Stopped)
       halts.expectMessage("poll: 404 x3")
       quietFor(90.seconds, calls)
+      // Restarted, it counts afresh: one more 404 does not stop it.
+      device ! Device.Restart
+      expectMove(Stopped, Discovering)
+      pass(2.seconds)
+      next("register").answer(text(201, "id: ap7\n"))
+      expectMove(Discovering, Reporting)
+      next("poll").answer(NotFound)
+      pass(30.seconds)
+      next("poll")
+      halts.expectNoMessage(50.millis)
     "resume as its identity row makes it known, and register afresh once refused" in new Fixture(profile = checking):
       val hello = next("hello")
       assert(hello.request.path == "/devices/ap7/info" && String(hello.request.headers, UTF_8).contains("X-Key: k7"))
