@@ -1,7 +1,7 @@
 package fleetsim.cli
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.device.{Call, DeviceProfile, First}
+import fleetsim.device.{Call, DeviceProfile, First, Spread}
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{FleetContext, ProfileLoader, Specimen, TemplateCall}
 
@@ -34,6 +34,7 @@ object ProfileCommand:
       val l = parsed.limits
       out.println(s"replies are read up to: a status line of ${bytes(l.statusLine)}, ${l.headers} header lines, ${bytes(l.head)} of head, " +
         s"${bytes(l.body)} of body (limits); past one, a call fails as tooLarge")
+      parsed.connectTimeout.foreach(t => out.println(s"devices wait ${Spread.show(t.toNanos)} for a connection (connect-timeout), whatever the run's"))
       out.println("(what replies would have set shows as its default: nothing was sent)")
       for number <- 0 to 1 do
         out.println()
