@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.{UsageError, CannotRun}
+
 import java.io.PrintStream
 
 /** `fleetsim run|controller [flags]`. Exit codes: 0 done, 1 could not run here (port taken, too
@@ -65,8 +67,6 @@ private def report(dir: java.nio.file.Path, out: PrintStream): Int =
   out.println(s"fleetsim: wrote ${fleetsim.report.Report.write(dir)}")
   0
 
-/** The machine or the network cannot run this as asked: a port is taken, the fleet does not fit. */
-final class CannotRun(message: String) extends Exception(message)
 
 /** Reads settings, turning a bad value in a config file into a one-line usage error. */
 private[cli] def settingsOf[A](command: String)(read: => A): A =

@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.CannotRun
+
 import fleetsim.cluster.{ClusterConfig, NodeAgent}
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.cluster.typed.Cluster

@@ -1,13 +1,13 @@
 package fleetsim.cli
 
+import fleetsim.UsageError
+
 import com.typesafe.config.{Config, ConfigException, ConfigFactory}
 
 import java.io.File
 import java.net.URI
 import scala.jdk.CollectionConverters.*
 
-/** A user mistake: one line saying what is wrong, and the command whose --help tells more. */
-final class UsageError(message: String, val command: String) extends Exception(message)
 
 /** What kind of value a flag takes, and how to tell a user what is wrong with theirs. */
 enum ValueKind(val expected: String):

@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.UsageError
+
 import com.typesafe.config.ConfigFactory
 import fleetsim.device.{Call, DeviceProfile, First, Spread}
 import fleetsim.fleet.FleetSettings

@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.run.{RunSettings, FleetRun, Preflight}
+
 import fleetsim.cluster.{ClusterConfig, ClusterRun}
 import fleetsim.report.Summary
 import org.apache.pekko.Done

@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.UsageError
+
 import fleetsim.controller.{ControllerSettings, SshGateway}
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.actor.typed.scaladsl.Behaviors

@@ -1,7 +1,8 @@
 package fleetsim.cluster
 
 import com.typesafe.config.{Config, ConfigRenderOptions, ConfigValueFactory}
-import fleetsim.cli.{CannotRun, FleetDevices, FleetRun, RunSettings}
+import fleetsim.run.{FleetDevices, FleetRun, RunSettings}
+import fleetsim.CannotRun
 import fleetsim.device.DeviceState
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.{FleetMetrics, MetricsSnapshot}

@@ -1,7 +1,7 @@
 package fleetsim.cluster
 
 import com.typesafe.config.{ConfigFactory, ConfigValueFactory}
-import fleetsim.cli.{FleetParts, Preflight, RunSettings}
+import fleetsim.run.{FleetParts, Preflight, RunSettings}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.MetricsSnapshot
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry

@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.run.RunSettings
+
 import fleetsim.e2e.Output
 import fleetsim.report.Summary
 import fleetsim.tls.{CertificateAuthority, DeviceCertificates, Pem}

@@ -1,5 +1,7 @@
 package fleetsim.cli
 
+import fleetsim.UsageError
+
 import org.scalatest.wordspec.AnyWordSpec
 
 import java.nio.file.Files

@@ -2,7 +2,7 @@ package fleetsim.e2e
 
 import com.github.plokhotnyuk.jsoniter_scala.core.readFromString
 import com.typesafe.config.{Config, ConfigFactory}
-import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.controller.ControllerRoutes.{DeviceView, given}
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState.*

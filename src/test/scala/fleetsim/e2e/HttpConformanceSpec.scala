@@ -1,7 +1,7 @@
 package fleetsim.e2e
 
 import com.typesafe.config.{Config, ConfigFactory}
-import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import fleetsim.transport.ConnectionMode
 import org.scalatest.BeforeAndAfterAll
@@ -30,7 +30,7 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
   private val dir = Files.createTempDirectory("fleetsim-conformance")
 
   /** One way of running a server. `static`: it serves files, so devices speak static.conf (GET only)
-    * rather than api.conf. `spaced`: its idle timeout is 1 s, so each device calls every 1.5 s.
+    * rather than api.conf. `spaced`: its idle timeout is 1 s, so each device calls every 2.5 s.
     */
   private final class Variant(val server: String, val variant: String, val static: Boolean, val spaced: Boolean = false)(
       val start: () => HttpServer)
@@ -73,8 +73,9 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
   /** The variant's profile as `mode` uses it, its calls tagged with the mode (see api.conf). */
   private def profile(variant: Variant, mode: ConnectionMode): String =
     val text = Files.readString(Path.of(getClass.getResource(s"/conformance/${if variant.static then "static" else "api"}.conf").toURI))
-    // No jitter: each call comes 0.5 s after the server closed the idle connection, never as it closes (a POST written then is lost).
-    val spacing = if variant.spaced then "messages.heartbeat.interval = 1500ms\nmessages.heartbeat.jitter = 0\nmessages.stats.interval = 1h\n" else ""
+    // No jitter: each call comes 1.5 s after the server closed the idle connection, never as it closes (a POST written
+    // then is lost, as curl's would be). With 0.5 s, a reply slowed half a second by a busy machine put the next call there.
+    val spacing = if variant.spaced then "messages.heartbeat.interval = 2500ms\nmessages.heartbeat.jitter = 0\nmessages.stats.interval = 1h\n" else ""
     val file = Files.createTempFile(dir, s"profile-${mode.key}", ".conf")
     Files.writeString(file, s"$text\nconnection = ${mode.key}\nconstants.cell = \"${mode.key}\"\n$spacing").toString
 

@@ -1,7 +1,7 @@
 package fleetsim.e2e
 
 import com.typesafe.config.{Config, ConfigFactory}
-import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
 import org.scalatest.concurrent.Eventually

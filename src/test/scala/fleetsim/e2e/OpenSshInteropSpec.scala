@@ -1,7 +1,7 @@
 package fleetsim.e2e
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}

@@ -1,7 +1,7 @@
 package fleetsim.e2e
 
 import com.typesafe.config.{Config, ConfigFactory}
-import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState.{Backoff, Reporting}
 import fleetsim.tls.{CertificateAuthority, DeviceCertificates, Pem}

@@ -1,7 +1,7 @@
 package fleetsim.web
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.cli.{FleetRun, RunSettings}
+import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import fleetsim.e2e.{Programs, withSystem}
 import fleetsim.web.Browser.{js, screenshot, withBrowser}

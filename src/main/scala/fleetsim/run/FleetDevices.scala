@@ -1,4 +1,4 @@
-package fleetsim.cli
+package fleetsim.run
 
 import fleetsim.device.DeviceState
 import fleetsim.fleet.Fleet

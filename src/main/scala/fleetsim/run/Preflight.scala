@@ -1,4 +1,6 @@
-package fleetsim.cli
+package fleetsim.run
+
+import fleetsim.{UsageError, CannotRun}
 
 import fleetsim.fleet.{DescriptorBudget, HeapBudget}
 import fleetsim.metrics.ProcessWatch

@@ -1,4 +1,4 @@
-package fleetsim.cli
+package fleetsim.run
 
 import com.typesafe.config.{Config, ConfigRenderOptions}
 import fleetsim.web.DashboardSettings

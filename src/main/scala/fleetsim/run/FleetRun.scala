@@ -1,4 +1,4 @@
-package fleetsim.cli
+package fleetsim.run
 
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet

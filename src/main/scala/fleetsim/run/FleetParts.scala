@@ -1,4 +1,4 @@
-package fleetsim.cli
+package fleetsim.run
 
 import fleetsim.device.{Device, DeviceDispatcher, TimingWheel}
 import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
