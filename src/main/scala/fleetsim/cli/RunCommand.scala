@@ -65,7 +65,7 @@ object RunCommand:
         fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
 
     val status = StatusLine(out, terminal = System.console() != null)
-    run.onSample(status.print)
+    run.add(status)
 
     val summarized = Promise[Done]()
     val interrupts = AtomicInteger()

@@ -1,6 +1,7 @@
 package fleetsim.cli
 
 import fleetsim.metrics.Sample
+import fleetsim.report.Output
 
 import java.io.PrintStream
 import java.time.format.DateTimeFormatter
@@ -10,11 +11,11 @@ import java.time.{Instant, ZoneId}
   * when there are any. On a terminal it rewrites itself in place and shows a progress bar while
   * ramping; otherwise it prints plain lines, one per tick, for logs and pipes.
   */
-final class StatusLine(out: PrintStream, terminal: Boolean):
+final class StatusLine(out: PrintStream, terminal: Boolean) extends Output:
   private val clock = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault())
   private var errors = 0L
 
-  def print(s: Sample): Unit = synchronized {
+  override def sample(s: Sample): Unit = synchronized {
     val newErrors = s.errors - errors
     errors = s.errors
     val p99 = s.latencyMs.values.map(_.p99).maxOption.getOrElse(0.0)

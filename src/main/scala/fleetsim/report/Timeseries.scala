@@ -11,14 +11,14 @@ import scala.util.Try
 /** timeseries.jsonl: one [[Sample]] per line, appended and flushed every second, so that a run
   * killed outright still leaves its data up to the last second.
   */
-final class Timeseries private (writer: BufferedWriter):
-  def append(sample: Sample): Unit = synchronized {
+final class Timeseries private (writer: BufferedWriter) extends Output:
+  override def sample(sample: Sample): Unit = synchronized {
     writer.write(writeToString(sample))
     writer.newLine()
     writer.flush()
   }
 
-  def close(): Unit = synchronized(writer.close())
+  override def finish(summary: Summary): Unit = synchronized(writer.close())
 
 object Timeseries:
   val FileName = "timeseries.jsonl"

@@ -3,7 +3,7 @@ package fleetsim.run
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.report.{Report, RunInfo, Summary, Timeseries}
+import fleetsim.report.{Output, Report, ResultFiles, RunInfo, Summary, Timeseries}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -33,8 +33,8 @@ final class FleetRun private (
   private given ExecutionContext = system.executionContext
   private val process = ProcessWatch()
   private val sampler = Sampler(settings.profile.kinds, process, settings.fleet.devices, settings.transport)
-  private val timeseries = Timeseries.create(settings.resultsDir)
-  @volatile private var listeners = List.empty[Sample => Unit]
+  /** Where each sample and the summary go, in order: the time series before the report that reads it. */
+  @volatile private var outputs: List[Output] = Timeseries.create(settings.resultsDir) :: dashboard.toList ::: List(ResultFiles(settings.resultsDir))
   @volatile private var finishing: Option[Future[Summary]] = None
   @volatile private var hurried = false
 
@@ -53,13 +53,11 @@ final class FleetRun private (
     if sampling.compareAndSet(false, true) then
       devices.snapshot().map { snapshot =>
         val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes))
-        timeseries.append(sample)
-        dashboard.foreach(_.publish(sample))
-        listeners.foreach(_(sample))
+        outputs.foreach(_.sample(sample))
       }(using io).onComplete(_ => sampling.set(false))
 
-  /** Calls `listener` with every sample from now on (the status line, say). */
-  def onSample(listener: Sample => Unit): Unit = synchronized { listeners = listeners :+ listener }
+  /** Gives `output` every sample from now on, and the summary at the end (the status line, say). */
+  def add(output: Output): Unit = synchronized { outputs = outputs :+ output }
 
   /** Stops the devices sending, waits for the calls in flight to be answered, folds the figures into
     * a summary, writes summary.json and report.html, and stops the devices. Called once per run;
@@ -80,9 +78,7 @@ final class FleetRun private (
           stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
           process.sample(), controller.map(_.counts), cluster)
-        timeseries.close()
-        Summary.write(summary, settings.resultsDir)
-        Report.write(settings.resultsDir)
+        outputs.foreach(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over
       // a cluster can outlast the shutdown's time for this phase, and results must not be lost.

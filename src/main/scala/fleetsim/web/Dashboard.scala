@@ -5,7 +5,7 @@ import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.Config
 import fleetsim.{CannotBind, Caller}
 import fleetsim.metrics.Sample
-import fleetsim.report.Assets
+import fleetsim.report.{Assets, Output}
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.CoordinatedShutdown
@@ -38,11 +38,11 @@ object DashboardSettings:
   * `/metrics` for Prometheus, and one control, `POST /api/devices/restart-stopped`. Aggregates only,
   * so it is as light at a million devices as at ten.
   */
-final class Dashboard private (binding: Http.ServerBinding, samples: BoundedSourceQueue[Sample], history: Dashboard.History):
+final class Dashboard private (binding: Http.ServerBinding, samples: BoundedSourceQueue[Sample], history: Dashboard.History) extends Output:
   def address: InetSocketAddress = binding.localAddress
   def url: String = s"http://${address.getHostString}:${address.getPort}/"
 
-  def publish(sample: Sample): Unit =
+  override def sample(sample: Sample): Unit =
     history.add(sample)
     samples.offer(sample) // a slow browser loses samples, never slows the run
 

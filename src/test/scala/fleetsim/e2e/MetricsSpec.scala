@@ -111,7 +111,7 @@ class MetricsSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         val samples = LinkedBlockingQueue[Sample]()
-        run.onSample(samples.add)
+        run.add(new fleetsim.report.Output { override def sample(s: fleetsim.metrics.Sample): Unit = samples.add(s) })
         eventually(assert(run.metrics.devicesByState(Reporting) == 200))
         def heartbeatLatenessP99(seconds: Int): Double =
           samples.clear()
