@@ -50,10 +50,11 @@ class DocsSpec extends AnyWordSpec:
       s"list exactly the flags of `$command --help` in $file" in {
         val help = helpFlags(command)
         val table = tableFlags(file, command)
-        val undocumented = help -- table
-        val unknown = table -- help
-        assert(undocumented.isEmpty, s": $file's flags table lacks ${undocumented.toSeq.sorted.map("--" + _).mkString(", ")}, which `$command --help` prints")
-        assert(unknown.isEmpty, s": $file's flags table has ${unknown.toSeq.sorted.map("--" + _).mkString(", ")}, which `$command --help` does not print")
+        def listed(flags: Set[String]) = flags.toSeq.sorted.map("--" + _).mkString(", ")
+        val problems = Seq(
+          Option.when((help -- table).nonEmpty)(s"lacks ${listed(help -- table)}, which `$command --help` prints"),
+          Option.when((table -- help).nonEmpty)(s"has ${listed(table -- help)}, which `$command --help` does not print")).flatten
+        if problems.nonEmpty then fail(s"$file's flags table ${problems.mkString("; ")}")
       }
 
     "name only flags that some command takes" in {
@@ -63,7 +64,7 @@ class DocsSpec extends AnyWordSpec:
         m <- Flag.findAllMatchIn(read(file))
         name = m.group(1) if !known(name) && !OtherProgramsFlags(name)
       yield s"$file: --$name"
-      assert(stale.isEmpty, s": no command takes ${stale.distinct.mkString(", ")}")
+      if stale.nonEmpty then fail(s"no command takes ${stale.distinct.mkString(", ")}")
     }
 
     "link only to files and headings that exist" in {
@@ -72,7 +73,7 @@ class DocsSpec extends AnyWordSpec:
         target <- links(read(file)) if !target.matches("^[a-z]+:.*")
         problem <- linkProblem(file, target)
       yield s"$file: ($target) $problem"
-      assert(broken.isEmpty, broken.mkString("\n", "\n", ""))
+      if broken.nonEmpty then fail(broken.distinct.mkString("links that lead nowhere:\n", "\n", ""))
     }
 
     "cite BENCHMARKS.md sections by titles it has" in {
@@ -85,12 +86,12 @@ class DocsSpec extends AnyWordSpec:
         file <- cited
         title <- citations(read(file)) if !titles(title)
       yield s"$file: \"$title\""
-      assert(missing.isEmpty, s": no '### ' heading in BENCHMARKS.md is titled ${missing.mkString("\n", "\n", "")}")
+      if missing.nonEmpty then fail(missing.distinct.mkString("cited, but no '### ' heading in BENCHMARKS.md has the title:\n", "\n", ""))
     }
 
     "give a newcomer the two commands in README's first 40 lines" in {
       val top = read(Path.of("README.md")).linesIterator.take(40).map(_.trim).toSet
-      for command <- NewcomerCommands do assert(top(command), s": README.md's first 40 lines lack `$command`")
+      for command <- NewcomerCommands if !top(command) do fail(s"README.md's first 40 lines lack `$command`")
     }
   }
 
