@@ -26,7 +26,7 @@ final class ProfileError(message: String) extends Exception(message)
   */
 final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], settings: Config)
 
-/** Reads device profiles — HOCON files describing a controller's API (README, "Device profiles") —
+/** Reads device profiles — HOCON files describing a controller's API (docs/profiles.md) —
   * into a [[ProfiledDevice]]. Everything is checked and compiled here, once: a bad profile never
   * reaches a device.
   */

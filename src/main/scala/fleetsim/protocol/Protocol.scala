@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.transport.SshEndpoint
 
-/** Reference controller protocol v1 (see README.md): the JSON bodies both sides exchange.
+/** Reference controller protocol v1 (docs/controller.md): the JSON bodies both sides exchange.
   *
   * @param sshKey the device's SSH public key (OpenSSH format), sent when it will open a tunnel
   */

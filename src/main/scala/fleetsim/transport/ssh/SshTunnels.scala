@@ -36,7 +36,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     c.setServerKeyVerifier(HostKeys.verifier(settings))
     // With BouncyCastle on the class path (for client certificates), MINA offers the post-quantum
     // hybrids first, and their key generation in pure Java made each handshake cost several times a
-    // curve25519 one (README, "SSH tunnels"): the fleet asks for curve25519 first, the others after.
+    // curve25519 one (docs/ssh.md): the fleet asks for curve25519 first, the others after.
     val (cheap, rest) = c.getKeyExchangeFactories.asScala.partition(_.getName.startsWith("curve25519"))
     c.setKeyExchangeFactories((cheap ++ rest).asJava)
     c.start()

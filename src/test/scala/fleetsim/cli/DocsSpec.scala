@@ -1,0 +1,139 @@
+package fleetsim.cli
+
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.io.{ByteArrayOutputStream, PrintStream}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+import scala.jdk.CollectionConverters.*
+import scala.util.Using
+
+/** The docs hold to the code, so that they cannot go stale unnoticed: each command's flags table
+  * lists exactly the flags its `--help` prints (through Main.run, in this JVM), every flag the docs
+  * name is one of fleetsim's, every relative link leads to a file (and heading) that exists, every
+  * BENCHMARKS.md section cited by title is a heading there, and README's first lines give a
+  * newcomer the two commands CI checks.
+  */
+class DocsSpec extends AnyWordSpec:
+  import DocsSpec.*
+
+  /** Each command and the guide whose "## Flags of `command`" table documents it. */
+  private val flagTables = Seq("run" -> "docs/running.md", "controller" -> "docs/controller.md", "node" -> "docs/cluster.md",
+    "ssh-gateway" -> "docs/ssh.md")
+
+  /** README.md and every guide and ADR under docs/. */
+  private val docs: Seq[Path] =
+    Using.resource(Files.walk(Path.of("docs")))(_.iterator.asScala.filter(_.toString.endsWith(".md")).toList.sortBy(_.toString)) :+
+      Path.of("README.md")
+
+  /** The flags `./fleetsim command --help` prints, without their dashes. */
+  private def helpFlags(command: String): Set[String] =
+    val (out, err) = (ByteArrayOutputStream(), ByteArrayOutputStream())
+    val code = Main.run(List(command, "--help"), PrintStream(out, true, UTF_8), PrintStream(err, true, UTF_8))
+    assert(code == 0, s"$command --help: exit $code, ${err.toString(UTF_8)}")
+    val flags = HelpRow.findAllMatchIn(out.toString(UTF_8)).map(_.group(1)).toSet
+    assert(flags.size > 2, s"$command --help printed no flags:\n${out.toString(UTF_8)}")
+    flags
+
+  /** The flags in the first column of the table under `## Flags of `command``. */
+  private def tableFlags(file: String, command: String): Set[String] =
+    val lines = read(Path.of(file)).linesIterator.toList
+    val heading = s"## Flags of `$command`"
+    val at = lines.indexOf(heading)
+    assert(at >= 0, s"$file has no heading '$heading'")
+    val rows = lines.drop(at + 1).dropWhile(!_.startsWith("|")).takeWhile(_.startsWith("|")).drop(2) // header and rule
+    assert(rows.nonEmpty, s"$file: no table under '$heading'")
+    rows.flatMap(row => Flag.findAllMatchIn(row.split("""(?<!\\)\|""")(1)).map(_.group(1))).toSet
+
+  "The docs" should {
+    for (command, file) <- flagTables do
+      s"list exactly the flags of `$command --help` in $file" in {
+        val help = helpFlags(command)
+        val table = tableFlags(file, command)
+        def listed(flags: Set[String]) = flags.toSeq.sorted.map("--" + _).mkString(", ")
+        val problems = Seq(
+          Option.when((help -- table).nonEmpty)(s"lacks ${listed(help -- table)}, which `$command --help` prints"),
+          Option.when((table -- help).nonEmpty)(s"has ${listed(table -- help)}, which `$command --help` does not print")).flatten
+        if problems.nonEmpty then fail(s"$file's flags table ${problems.mkString("; ")}")
+      }
+
+    "name only flags that some command takes" in {
+      val known = flagTables.map(_._1).flatMap(helpFlags).toSet
+      val stale = for
+        file <- docs if !file.startsWith(Path.of("docs", "adr")) // decisions are records of their day
+        m <- Flag.findAllMatchIn(read(file))
+        name = m.group(1) if !known(name) && !OtherProgramsFlags(name)
+      yield s"$file: --$name"
+      if stale.nonEmpty then fail(s"no command takes ${stale.distinct.mkString(", ")}")
+    }
+
+    "link only to files and headings that exist" in {
+      val broken = for
+        file <- docs
+        target <- links(read(file)) if !target.matches("^[a-z]+:.*")
+        problem <- linkProblem(file, target)
+      yield s"$file: ($target) $problem"
+      if broken.nonEmpty then fail(broken.distinct.mkString("links that lead nowhere:\n", "\n", ""))
+    }
+
+    "cite BENCHMARKS.md sections by titles it has" in {
+      val titles = read(Path.of("BENCHMARKS.md")).linesIterator.filter(_.startsWith("### ")).map(_.drop(4).trim)
+        .flatMap(h => Seq(h, h.split(" — ").head.trim)).toSet
+      val cited = Seq(Path.of("src", "main"), Path.of("docs")).flatMap(d => Using.resource(Files.walk(d))(_.iterator.asScala.toList))
+        .filter(p => Files.isRegularFile(p) && Seq(".scala", ".conf", ".md").exists(p.toString.endsWith)) ++
+        Seq(Path.of("README.md"), Path.of("fleetsim"))
+      val missing = for
+        file <- cited
+        title <- citations(read(file)) if !titles(title)
+      yield s"$file: \"$title\""
+      if missing.nonEmpty then fail(missing.distinct.mkString("cited, but no '### ' heading in BENCHMARKS.md has the title:\n", "\n", ""))
+    }
+
+    "give a newcomer the two commands in README's first 40 lines" in {
+      val top = read(Path.of("README.md")).linesIterator.take(40).map(_.trim).toSet
+      for command <- NewcomerCommands if !top(command) do fail(s"README.md's first 40 lines lack `$command`")
+    }
+  }
+
+object DocsSpec:
+  /** What a newcomer types on a fresh machine: a real fleet, and the tests. CI runs the second. */
+  val NewcomerCommands: Seq[String] = Seq("./fleetsim run --devices 1000 --duration 60s", "./test")
+
+  /** Flags the docs quote from other programs (`curl --connect-timeout`, which a profile mirrors). */
+  private val OtherProgramsFlags = Set("connect-timeout", "max-time")
+
+  /** A row of `--help`: two spaces, the flag. Its second line (env, config) starts with spaces only. */
+  private val HelpRow = """(?m)^  --([a-z][a-z0-9-]*)""".r
+  private val Flag = """(?<![\w-])--([a-z][a-z0-9-]*)""".r
+
+  private def read(file: Path): String = Files.readString(file, UTF_8)
+
+  /** Markdown links' targets, outside code blocks and code spans. */
+  private def links(text: String): Seq[String] =
+    val prose = text.replaceAll("(?s)```.*?```", "").linesIterator.filterNot(_.startsWith("    ")).mkString("\n").replaceAll("`[^`\n]*`", "")
+    """\]\(([^)\s]+)\)""".r.findAllMatchIn(prose).map(_.group(1)).toSeq
+
+  /** Why a relative link from `file` leads nowhere: a missing file, or a heading its file lacks. */
+  private def linkProblem(file: Path, target: String): Option[String] =
+    val (path, anchor) = target.split("#", 2) match
+      case Array(p, a) => (p, Some(a))
+      case Array(p) => (p, None)
+    val resolved = if path.isEmpty then file else file.toAbsolutePath.getParent.resolve(path).normalize
+    if !Files.exists(resolved) then Some("no such file")
+    else anchor.filter(_ => resolved.toString.endsWith(".md")).filterNot(anchors(read(resolved))).map(a => s"no heading with anchor #$a")
+
+  /** The anchors GitHub gives a file's headings: lower case, punctuation dropped, spaces as dashes,
+    * a repeated one numbered.
+    */
+  private def anchors(text: String): Set[String] =
+    val headings = text.replaceAll("(?s)```.*?```", "").linesIterator.filter(_.matches("^#{1,6} .*")).map(_.dropWhile(_ == '#').trim)
+    val slugs = headings.map(_.toLowerCase.replaceAll("[^\\p{L}\\p{N} _-]", "").replace(' ', '-')).toList
+    slugs.zipWithIndex.map((s, i) => if slugs.take(i).contains(s) then s"$s-${slugs.take(i).count(_ == s)}" else s).toSet
+
+  /** Titles cited in double quotes after BENCHMARKS.md and a comma (one, or two joined by "and"),
+    * with the comment leaders of wrapped lines taken out.
+    */
+  private def citations(text: String): Seq[String] =
+    val joined = text.replaceAll("""\s*\n\s*(?:\*|//|#)?\s*""", " ")
+    """BENCHMARKS\.md,?\s*((?:"[^"]+"(?:\s*(?:,|and)\s*(?="))?)+)""".r.findAllMatchIn(joined)
+      .flatMap(m => "\"([^\"]+)\"".r.findAllMatchIn(m.group(1)).map(_.group(1).trim)).toSeq
