@@ -111,8 +111,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private var tunnel: Option[Tunnel] = None
   private var tunnelNumber = 0
 
-  events.moved(None, Discovering)
-  boot()
+  boot(first = true)
 
   def receive: Receive = { case command: Command => handle(command) }
 
@@ -275,12 +274,12 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Starts as after a reboot: what it keeps at its defaults and as its identity row seeds it, and
     * after the profile's boot delay, if any, a join.
     */
-  private def boot(): Unit =
+  private def boot(first: Boolean = false): Unit =
     profile.boot(this)
     failures = 0
     val delay = profile.startDelay(random)
     if delay > 0 then wake(Boot, delay.nanos) // before the move is seen: a test steps time once it sees it
-    enter(Discovering)
+    if first then events.moved(None, Discovering) else enter(Discovering)
     if delay <= 0 then join()
 
   private def join(): Unit =
