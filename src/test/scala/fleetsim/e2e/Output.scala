@@ -2,7 +2,7 @@ package fleetsim.e2e
 
 import org.scalatest.Assertions.fail
 
-import java.io.{BufferedReader, InputStream, InputStreamReader}
+import java.io.{BufferedReader, IOException, InputStream, InputStreamReader}
 import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
 
 /** A child process's output, read on a thread of its own (so that the child never blocks on a full
@@ -12,10 +12,13 @@ final class Output(stream: InputStream):
   private val lines = LinkedBlockingQueue[String]()
   private val buffer = StringBuilder()
   private val reader = Thread { () =>
-    BufferedReader(InputStreamReader(stream)).lines.forEach { line =>
+    val in = BufferedReader(InputStreamReader(stream))
+    // A killed child's pipe is closed under the reader ("Stream closed"): its output ends there, as at end of stream.
+    try Iterator.continually(in.readLine()).takeWhile(_ != null).foreach { line =>
       buffer.synchronized(buffer.append(line).append('\n'))
       lines.put(line)
     }
+    catch case _: IOException => ()
   }
   reader.setDaemon(true)
   reader.start()
