@@ -9,13 +9,17 @@ import scala.concurrent.duration.*
   * of who they are is the device profile's).
   *
   * @param duration None runs until stopped
+  * @param maxOpenFiles a budget of open files lower than the process's limit, None for that limit ([[DescriptorBudget.limit]])
   */
 final case class FleetSettings(
     devices: Int,
     rampRate: Double,
     duration: Option[FiniteDuration],
-    macBase: Long):
+    macBase: Long,
+    maxOpenFiles: Option[Long] = None):
   require(devices >= 1, s"fleetsim.fleet.devices must be at least 1 (got $devices)")
+  require(maxOpenFiles.forall(_ > DescriptorBudget.Base),
+    s"fleetsim.fleet.max-open-files must be auto or more than the ${DescriptorBudget.Base} the JVM holds itself (got ${maxOpenFiles.getOrElse(0)})")
   require(rampRate > 0, s"fleetsim.fleet.ramp-rate must be positive (got $rampRate)")
   require(macBase + devices <= FleetSettings.MaxMac, "fleetsim.fleet.mac-base plus the number of devices runs past ff:ff:ff:ff:ff:ff")
 
@@ -36,7 +40,8 @@ object FleetSettings:
       devices = c.getInt("devices"),
       rampRate = c.getDouble("ramp-rate"),
       duration = Option.when(duration > Duration.Zero)(duration),
-      macBase = parseMac(c.getString("mac-base")))
+      macBase = parseMac(c.getString("mac-base")),
+      maxOpenFiles = if c.getString("max-open-files") == "auto" then None else Some(c.getLong("max-open-files")))
 
   def parseMac(text: String): Long =
     val parts = text.split(':')

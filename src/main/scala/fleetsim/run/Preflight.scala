@@ -17,7 +17,8 @@ import java.net.{InetSocketAddress, Socket, URI}
 object Preflight:
   def check(settings: RunSettings): Unit =
     for ssh <- settings.ssh do fleetsim.transport.ssh.HostKeys.check(ssh).left.foreach(m => throw UsageError(m, "run"))
-    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, ProcessWatch.openFileLimit, sessionKind(settings))
+    val (files, filesName) = openFiles(settings)
+    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, files, sessionKind(settings), filesName)
       .left.foreach(m => throw CannotRun(m))
     val tls = settings.controllerUrl.exists(_.startsWith("https://")) || settings.broker.exists(_.startsWith("mqtts://")) ||
       (settings.embedded && settings.controller.tls)
@@ -41,7 +42,8 @@ object Preflight:
     */
   def checkRunner(settings: RunSettings): Unit =
     if settings.embedded then
-      DescriptorBudget.checkServer(settings.connections, settings.sessions, sessionKind(settings), ProcessWatch.openFileLimit)
+      val (files, filesName) = openFiles(settings)
+      DescriptorBudget.checkServer(settings.connections, settings.sessions, sessionKind(settings), files, filesName)
         .left.foreach(m => throw CannotRun(m))
 
   /** The results folder is made now, where the run is started: a run that cannot write its results must not start. */
@@ -56,6 +58,8 @@ object Preflight:
         case _: java.nio.file.NoSuchFileException => s"${e.getMessage} does not exist and cannot be made"
         case _ => Option(e.getMessage).getOrElse(e.getClass.getSimpleName)
       throw UsageError(s"--results: cannot make folder $dir ($why): name a folder you may write to", "run")
+
+  private def openFiles(settings: RunSettings) = DescriptorBudget.limit(ProcessWatch.openFileLimit, settings.fleet.maxOpenFiles)
 
   private def sessionKind(settings: RunSettings) = if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels"
 

@@ -67,6 +67,20 @@ class SchedulesSpec extends AnyWordSpec:
       val refusal = DescriptorBudget.check(0, 10000, embeddedController = true, limit = Some(20000), "MQTT connections")
       assert(refusal.left.exists(m => m.contains("10000 MQTT connections") && m.contains("--broker")), refusal)
     }
+    "take fleetsim.fleet.max-open-files only where it lowers the process's limit, and name it in the refusal" in {
+      val setting = "fleetsim.fleet.max-open-files"
+      assert(DescriptorBudget.limit(Some(20000), None) == (Some(20000), "ulimit -n"))
+      assert(DescriptorBudget.limit(Some(20000), Some(2400)) == (Some(2400), setting))
+      assert(DescriptorBudget.limit(Some(20000), Some(50000)) == (Some(20000), "ulimit -n")) // never past the real limit
+      assert(DescriptorBudget.limit(None, Some(2400)) == (Some(2400), setting))
+      val (files, name) = DescriptorBudget.limit(Some(20000), Some(2400))
+      assert(DescriptorBudget.check(5, 2000, embeddedController = false, files, limitName = name) == Right(2155))
+      val refusal = DescriptorBudget.check(6, 3000, embeddedController = false, files, limitName = name)
+      assert(refusal.left.exists(m => m.contains("3156") && m.contains(s"2400 ($setting)") && m.contains(s"raise $setting")), refusal)
+      val config = com.typesafe.config.ConfigFactory.parseString(s"$setting = 2400").withFallback(com.typesafe.config.ConfigFactory.load())
+      assert(FleetSettings(config).maxOpenFiles == Some(2400L))
+      assert(FleetSettings(com.typesafe.config.ConfigFactory.load()).maxOpenFiles == None)
+    }
   }
 
   "HeapBudget" should {
