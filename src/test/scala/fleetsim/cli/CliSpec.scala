@@ -25,8 +25,7 @@ class CliSpec extends AnyWordSpec with Eventually:
   private def start(args: String*): Process = startWith(Nil, args)
 
   private def startWith(prefix: Seq[String], args: Seq[String]): Process =
-    val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
-    val command = prefix ++ Seq(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args
+    val command = prefix ++ _root_.fleetsim.e2e.ChildJvm.command("256m", args)
     ProcessBuilder(command.asJava).start()
 
   private def finish(p: Process, within: Int = 60): Finished =

@@ -18,8 +18,7 @@ import scala.jdk.CollectionConverters.*
 class ClusterSpec extends AnyWordSpec with Eventually:
   /** A child JVM running fleetsim; its output lines are kept for the test to wait on. */
   private final class Child(heap: String, val args: String*):
-    private val java = Path.of(System.getProperty("java.home"), "bin", "java").toString
-    val process: Process = ProcessBuilder((Seq(java, s"-Xmx$heap", "-cp", System.getProperty("java.class.path"), "fleetsim.cli.Main") ++ args).asJava)
+    val process: Process = ProcessBuilder(ChildJvm.command(heap, args).asJava)
       .redirectErrorStream(true).start()
     private val out = Output(process.getInputStream)
     def output: String = out.text

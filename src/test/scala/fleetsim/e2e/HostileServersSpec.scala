@@ -169,13 +169,12 @@ object HostileServersSpec:
         val banner = Option(BufferedReader(InputStreamReader(server.getInputStream, US_ASCII)).readLine()).getOrElse("")
         val port = "port (\\d+)".r.findFirstMatchIn(banner).map(_.group(1).toInt)
           .getOrElse(fail(s"hostile_server.py $mode printed '$banner', not its port: ${Try(Files.readString(dir.resolve("server.err")))}"))
-        val javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString
         // The main classes and their libraries, as the jar has them: not the tests' logback-test.xml.
         val classpath = System.getProperty("java.class.path").split(File.pathSeparator).filterNot(_.endsWith("test-classes"))
-        val command = Seq(javaBin, "-Xmx256m") ++ jvmOptions ++ Seq("-cp", classpath.mkString(File.pathSeparator), "fleetsim.cli.Main", "run",
+        val command = ChildJvm.command("256m", options = jvmOptions, classpath = classpath.mkString(File.pathSeparator), args = Seq("run",
           "--controller", s"http://127.0.0.1:$port", "--device-profile", resource(s"$name.conf").toString,
           "--devices", Devices.toString, "--duration", s"${DurationS}s", "--request-timeout", s"${RequestTimeoutS}s",
-          "--dashboard", "off", "--results", results.toString)
+          "--dashboard", "off", "--results", results.toString))
         val started = System.nanoTime()
         val fleet = ProcessBuilder(command.asJava)
           .redirectOutput(dir.resolve("stdout.txt").toFile).redirectError(dir.resolve("stderr.txt").toFile).start()
