@@ -71,7 +71,7 @@ ssh_bench() {
   for i in 1 2 3; do for _ in $(seq 600); do grep -q "fleetsim: node" "$out/node$i.log" && break; sleep 0.2; done; done
   local started; started=$(date +%s%3N)
   java -jar "$jar" run --cluster "127.0.0.1:$seed" --cluster-nodes 3 --controller "$url" --transport ssh --devices "$n" \
-    --ramp-rate 500 --max-handshakes 32 --dashboard off --duration 0s --results "$out/run" > "$out/run.log" 2>&1 &
+    --ramp-rate 500 --max-handshakes 32 --known-hosts "$out/known_hosts" --dashboard off --duration 0s --results "$out/run" > "$out/run.log" 2>&1 &
   local runner=$!
   local full; full=$(await_reporting "$out/run" "$n" "$started" 3600) # 30 minutes: it once took 15
   # Each node's open files now, against the limit it runs under.

@@ -123,9 +123,10 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       // about 2,655 in one process, a node's share (two blocks of 1,000, should one of the three be lost) about
       // 2,155. The same at 24,000 tunnels under the real limit (ulimit -n), 7-9 minutes here: bench/cluster.sh ssh.
       val (devices, budget) = (2500, 2400L)
-      val config = Files.writeString(Files.createTempFile("fleetsim-cluster", ".conf"),
-        s"fleetsim.device.backoff.max = 3s\nfleetsim.fleet.max-open-files = $budget\n").toString
       val state = Files.createTempDirectory("fleetsim-gateways")
+      // The gateways' keys pinned in a file of this test's: a port pinned by an earlier run's gateway would refuse this one's key.
+      val config = Files.writeString(state.resolve("run.conf"), "fleetsim.device.backoff.max = 3s\n" +
+        s"fleetsim.fleet.max-open-files = $budget\nfleetsim.ssh.known-hosts = \"${state.resolve("known_hosts")}\"\n").toString
       val (http, gateways) = (freePort(), Seq.fill(2)(freePort()))
       val url = s"http://127.0.0.1:$http"
       child("controller", "--port", http.toString, "--ssh-gateways", gateways.map(g => s"127.0.0.1:$g").mkString(","),
@@ -146,6 +147,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       assert(summary.devices.byState("Reporting") == devices, run.output)
       assert(summary.tunnels.get.upAtEnd == devices)
       val nodes = summary.cluster.get.nodes
+      // What a process may hold under the budget, with the 4 shared HTTP connections of a fleet this small.
       val fits = (tunnels: Long) => fleetsim.fleet.DescriptorBudget.check(4, tunnels.toInt, embeddedController = false, Some(budget)).isRight
       assert(nodes.size == 3 && nodes.values.sum == devices && nodes.values.forall(n => n > 0 && fits(n)) && !fits(devices), nodes) // none could hold it alone
       val counts = java.net.http.HttpClient.newHttpClient().send(
