@@ -902,7 +902,7 @@ object ProfileLoader:
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
   private val StopAfter = "stop after (\\d+)".r
   /** The digests a reply's body can be kept as, by the names a profile gives them. */
-  private val Digests = Map("md5" -> "MD5", "sha1" -> "SHA-1", "sha256" -> "SHA-256")
+  private val Digests = Map("md5" -> Hash.Md5, "sha1" -> Hash.Sha1, "sha256" -> Hash.Sha256)
 
 /** The identity fields' view of a device: its number, and a random that is the same every time
   * for that device, so that what it picks it keeps.

@@ -157,9 +157,15 @@ object Reading:
     def read(reply: Reply.Response): String = reply.header(name)
 
   /** Lowercase hex of a digest of the body's bytes (`md5`, `sha1`, `sha256`): what an agent checks an archive against. */
-  final case class Digest(algorithm: String) extends Reading:
+  private[profile] final case class Digest(hash: Hash) extends Reading:
     def read(reply: Reply.Response): String =
-      java.util.HexFormat.of.formatHex(java.security.MessageDigest.getInstance(algorithm).digest(reply.body))
+      val scratch = Scratch.get() // the thread's digester, as a template's md5(...) uses
+      val digester = scratch.digester(hash)
+      digester.update(reply.body)
+      val length = digester.digest(scratch.digest, 0, scratch.digest.length)
+      val hex = java.lang.StringBuilder(2 * length)
+      Encoding.appendHex(hex, scratch.digest, length)
+      hex.toString
 
 /** A value kept from a reply: where it is read from, where it goes, and whether the reply is
   * unusable without it (no default).
