@@ -143,8 +143,8 @@ object Flag:
   val ClusterNodes = Flag("cluster-nodes", "fleetsim.cluster.nodes", ValueKind.Count, "with --cluster: wait for this many nodes before the ramp")
   val Host = Flag("host", "fleetsim.controller.host", ValueKind.Text, "address the reference controller binds to")
   val Port = Flag("port", "fleetsim.controller.port", ValueKind.Port, "HTTP port of the reference controller")
-  val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice("http", "ssh", "mqtt"),
-    "how devices carry their calls: http, ssh (a tunnel per device) or mqtt (a connection per device to a broker)")
+  val Transport = Flag("transport", "fleetsim.fleet.transport", ValueKind.Choice(fleetsim.run.TransportKinds.names*),
+    s"how devices carry their calls: ${fleetsim.run.TransportKinds.described}")
   val Broker = Flag("broker", "fleetsim.mqtt.broker", ValueKind.BrokerUrl, "the MQTT broker under test (--transport mqtt); omit to embed one with the reference controller")
   val MaxConnects = Flag("max-connects", "fleetsim.mqtt.max-connects", ValueKind.Count, "MQTT connects (TCP, TLS, CONNECT, SUBSCRIBE) in progress at once, in each process of the fleet")
   val ControllerSsh = Flag("controller-ssh", "fleetsim.ssh.endpoint", ValueKind.HostPort, "SSH server for the tunnels (default: the one the controller names at join)")

@@ -39,8 +39,7 @@ object RunCommand:
         if join.isEmpty then Preflight.check(settings) else Preflight.checkRunner(settings) // each node checks its own share
         Preflight.resultsFolder(settings)
         if settings.tls.insecure then
-          val server = if settings.transport == "mqtt" then "broker" else "controller"
-          err.println(s"fleetsim: warning: --insecure-tls: the $server's certificate is not checked, so anyone on the path could pose as it")
+          err.println(s"fleetsim: warning: --insecure-tls: the ${settings.transport.server.name}'s certificate is not checked, so anyone on the path could pose as it")
         given system: ActorSystem[SpawnProtocol.Command] =
           if join.isEmpty then ActorSystem(SpawnProtocol(), "fleetsim", config)
           else ActorSystem(SpawnProtocol(), ClusterConfig.SystemName, settingsOf("run")(ClusterConfig.runner(config)))
@@ -61,10 +60,10 @@ object RunCommand:
       out.println(s"fleetsim: reference controller on ${c.url}$ssh (admin API under /admin)")
     }
     out.println(
-      s"fleetsim: ${fleet.devices} ${settings.transport} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
+      s"fleetsim: ${fleet.devices} ${settings.transport.name} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
         fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
 
-    val status = StatusLine(out, terminal = System.console() != null)
+    val status = StatusLine(out, terminal = System.console() != null, settings.transport.statusFields)
     run.add(status)
 
     val summarized = Promise[Done]()

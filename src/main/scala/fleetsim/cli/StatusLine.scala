@@ -1,17 +1,19 @@
 package fleetsim.cli
 
-import fleetsim.metrics.Sample
+import fleetsim.metrics.{Sample, TunnelSample}
 import fleetsim.report.Output
 
 import java.io.PrintStream
 import java.time.format.DateTimeFormatter
 import java.time.{Instant, ZoneId}
 
-/** The once-a-second line: devices per state, replies per second, errors, p99 latency, and tunnels
-  * when there are any. On a terminal it rewrites itself in place and shows a progress bar while
-  * ramping; otherwise it prints plain lines, one per tick, for logs and pipes.
+/** The once-a-second line: devices per state, replies per second, errors, p99 latency, and the
+  * devices' own sessions when they hold any. On a terminal it rewrites itself in place and shows a
+  * progress bar while ramping; otherwise it prints plain lines, one per tick, for logs and pipes.
+  *
+  * @param sessions the sessions' fields, in their transport kind's words ([[fleetsim.run.TransportKind.statusFields]])
   */
-final class StatusLine(out: PrintStream, terminal: Boolean) extends Output:
+final class StatusLine(out: PrintStream, terminal: Boolean, sessions: TunnelSample => String) extends Output:
   private val clock = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault())
   private var errors = 0L
 
@@ -21,12 +23,9 @@ final class StatusLine(out: PrintStream, terminal: Boolean) extends Output:
     val p99 = s.latencyMs.values.map(_.p99).maxOption.getOrElse(0.0)
     val states = s.devices.filter(_._2 > 0).map((state, n) => s"$state $n").mkString(" ")
     val ramp = if terminal && s.running < s.target then progress(s.running, s.target) + " " else ""
-    val ssh = s.tunnels.fold("") { t =>
-      if t.mqtt then f" | connections ${t.up} up, ${t.opening} connecting, ${t.retunnels} reconnects, connect p99 ${t.handshakeP99Ms}%.0f ms"
-      else f" | tunnels ${t.up} up, ${t.opening} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.handshakeP99Ms}%.0f ms"
-    }
+    val own = s.tunnels.fold("")(t => " | " + sessions(t))
     val line = f"${clock.format(Instant.ofEpochMilli(s.t))} $ramp${s.running}/${s.target} devices | $states | " +
-      f"${s.repliesPerS}%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$ssh"
+      f"${s.repliesPerS}%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$own"
     if terminal then out.print("\r" + line + "\u001b[K") else out.println(line)
     out.flush()
   }

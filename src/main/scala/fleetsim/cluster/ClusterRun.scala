@@ -78,8 +78,7 @@ object ClusterRun:
 
   /** The run's settings for the nodes, pointed at the controller (or broker) the runner found or started. */
   private def planConfig(config: Config, settings: RunSettings, url: String): String =
-    val key = if settings.transport == "mqtt" then "mqtt.broker" else "controller.url"
-    config.getConfig("fleetsim").withValue(key, ConfigValueFactory.fromAnyRef(url)).root.render(ConfigRenderOptions.concise())
+    config.getConfig("fleetsim").withValue(settings.transport.serverKey, ConfigValueFactory.fromAnyRef(url)).root.render(ConfigRenderOptions.concise())
 
   /** A profile named by file travels with the plan: a node on another machine lacks the file. */
   private def profileText(config: Config): Option[String] =
@@ -99,7 +98,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
   @volatile private var lost: Set[String] = Set.empty
   private val meters = NodeMeters(registry, settings.profile.kinds, () => byNode)
 
-  def sessions: Boolean = settings.transport != "http"
+  def sessions: Boolean = settings.transport.sessions.isDefined
   override def cluster: Option[ClusterSummary] =
     Some(ClusterSummary(ListMap.from(byNode.toSeq.filter((node, _) => !lost(node)).sortBy(_._1).map((node, s) => node -> s.devices)), lost.toList.sorted))
 

@@ -132,7 +132,7 @@ object NodeAgent:
       val settings = RunSettings(config.withFallback(ConfigFactory.load()).resolve())
       val share = shareOf(plan)
       Preflight.check(settings.copy(fleet = settings.fleet.copy(devices = share)))
-      val url = if settings.transport == "mqtt" then settings.broker.get else settings.controllerUrl.get
+      val url = settings.transport.serverUrl(settings).get // the plan names it
       Right(NodeRun(plan, settings, FleetParts(settings, Uri(url), None, CompositeMeterRegistry(), share, Some(() => guard.holding))))
     catch
       case NonFatal(e) => Left(s"${Option(e.getMessage).getOrElse(e.toString)} (this node's share: up to ${shareOf(plan)} of ${plan.devices} devices)")

@@ -15,6 +15,15 @@ object DescriptorBudget:
     case Some(files) if process.forall(files < _) => (Some(files), "fleetsim.fleet.max-open-files")
     case _ => (process, "ulimit -n")
 
+  /** The server a fleet's devices call, as a refusal names it: what it is (`controller`, `broker`),
+    * how to run one in a process of its own, and the flag that points the fleet at one. A transport
+    * kind says which ([[fleetsim.run.TransportKind.server]]).
+    */
+  final case class Server(name: String, apart: String, flag: String)
+
+  object Server:
+    val Controller: Server = Server("controller", "run the controller in its own process (./fleetsim controller)", "--controller")
+
   /** What to raise, in a refusal, when the budget is too small. */
   private def raise(limitName: String) = if limitName == "ulimit -n" then "raise the limit" else s"raise $limitName"
 
@@ -23,9 +32,10 @@ object DescriptorBudget:
     * @param sessionKind what those sessions are: "SSH tunnels", "MQTT connections"
     * @param embeddedController the server ends of all those sockets live in this process too
     * @param limitName what sets `limit` ([[limit]])
+    * @param server the server those sockets end at
     */
   def check(connections: Int, tunnels: Int, embeddedController: Boolean, limit: Option[Long], sessionKind: String = "SSH tunnels",
-      limitName: String = "ulimit -n"): Either[String, Long] =
+      limitName: String = "ulimit -n", server: Server = Server.Controller): Either[String, Long] =
     val ends = if embeddedController then 2 else 1
     val sockets = connections.toLong + tunnels
     val needed = Base + sockets * ends
@@ -34,10 +44,7 @@ object DescriptorBudget:
         val parts = Seq(
           Option.when(connections > 0)(s"$connections HTTP connections"),
           Option.when(tunnels > 0)(s"$tunnels $sessionKind")).flatten.mkString(" + ")
-        val split =
-          if embeddedController && sessionKind.startsWith("MQTT") then "run a broker in its own process (./fleetsim controller --mqtt) and point --broker at it, "
-          else if embeddedController then "run the controller in its own process (./fleetsim controller) and point --controller at it, "
-          else ""
+        val split = if embeddedController then s"${server.apart} and point ${server.flag} at it, " else ""
         val spread = if tunnels > 0 then "spread the fleet over several processes, " else ""
         Left(
           s"this fleet needs about $needed open files (($parts) x $ends ${if ends == 2 then "ends" else "end"} + $Base for the JVM) " +
@@ -47,13 +54,13 @@ object DescriptorBudget:
   /** A cluster run's own process, whose embedded controller (or broker) holds the server end of
     * every device's session while the devices are on the nodes.
     */
-  def checkServer(connections: Int, sessions: Int, sessionKind: String, limit: Option[Long], limitName: String = "ulimit -n"): Either[String, Long] =
+  def checkServer(connections: Int, sessions: Int, sessionKind: String, limit: Option[Long], limitName: String = "ulimit -n",
+      server: Server = Server.Controller): Either[String, Long] =
     val needed = Base + connections.toLong + sessions
     limit match
       case Some(max) if needed > max =>
-        val mqtt = sessionKind.startsWith("MQTT")
         val ends = Seq(Option.when(sessions > 0)(s"$sessions $sessionKind"), Option.when(connections > 0)(s"$connections HTTP connections")).flatten
-        Left(s"the ${if mqtt then "broker" else "controller"} embedded in this run would hold the server end of ${ends.mkString(" + ")}, " +
+        Left(s"the ${server.name} embedded in this run would hold the server end of ${ends.mkString(" + ")}, " +
           s"about $needed open files, but this process may open only $max ($limitName): " +
-          s"${if mqtt then "point --broker at a broker" else "point --controller at a controller"} that can hold them, lower --devices, or ${raise(limitName)}")
+          s"point ${server.flag} at a ${server.name} that can hold them, lower --devices, or ${raise(limitName)}")
       case _ => Right(needed)

@@ -9,17 +9,8 @@ object HeapBudget:
   /** The least a fleet runs in besides its devices (ScaleSpec runs 200 devices in 64 MiB). */
   private val Floor: Long = 32L << 20
 
-  /** Live heap a device holds, by what it keeps open (BENCHMARKS.md): on shared plain connections
-    * under 1 KB; a connection of its own costs it the stream stages, and with TLS the engine's
-    * buffers; an SSH session or an MQTT client more.
-    */
-  def perDevice(transport: String, tls: Boolean, ownConnection: Boolean): Long = transport match
-    case "ssh" => 100_000
-    case "mqtt" => if tls then 40_000 else 12_000 // measured 9-10 KB at 10,000-19,000; TLS 57 KB at 1,000, fixed costs included
-    case _ if !ownConnection => 1_000
-    case _ => if tls then 130_000 else 20_000
-
-  /** Refuses a fleet whose live heap alone would not fit, and names the heap it should have: its
+  /** Refuses a fleet whose live heap alone would not fit (a device's: its transport kind's
+    * [[fleetsim.run.TransportKind.heapPerDevice]]), and names the heap it should have: its
     * live heap doubled, so that the collector has room to work, as the launcher picks it.
     *
     * @param maxHeap what the JVM may use (Runtime.maxMemory)

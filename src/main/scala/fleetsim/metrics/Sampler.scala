@@ -32,10 +32,28 @@ final case class Sample(
 
 final case class Rates(sent: Double, ok: Double, forbidden: Double, failed: Double)
 final case class Percentiles(p50: Double, p90: Double, p99: Double, max: Double)
-/** Devices' own sessions: SSH tunnels, or MQTT connections (`mqtt`: opening = Discovering,
-  * retunnels = reconnects, handshake = CONNECT to SUBACK).
+/** Devices' own sessions, as their transport kind fills them in ([[SessionFigures]]): SSH tunnels, or
+  * MQTT connections (opening = Discovering, retunnels = reconnects, handshake = CONNECT to SUBACK).
+  *
+  * @param mqtt the sessions are MQTT connections: only for the readers of timeseries.jsonl and the
+  *             dashboard's charts, which title them by it (a file format); code takes its words from the kind
   */
 final case class TunnelSample(up: Long, opening: Long, retunnels: Long, retunnelsPerS: Double, handshakeP99Ms: Double, mqtt: Boolean = false)
+
+/** How a transport's own sessions show in a second's sample: its kind supplies it
+  * ([[fleetsim.run.TransportKind]]).
+  */
+trait SessionFigures:
+  /** None when the devices hold no sessions of their own.
+    *
+    * @param rate a running total's rate a second since the previous sample
+    */
+  def sessionSample(s: MetricsSnapshot, rate: (MetricsSnapshot => Long) => Double): Option[TunnelSample]
+
+object SessionFigures:
+  /** Devices without sessions of their own. */
+  val none: SessionFigures = (_, _) => None
+
 final case class ProcessSample(threads: Int, heapUsedBytes: Long, gcMsPerS: Double, cpuPct: Double, openFiles: Long)
 
 object Sample:
@@ -44,9 +62,9 @@ object Sample:
 /** Turns a fleet's snapshots (running totals) into one [[Sample]] each, with rates since the last.
   * For one caller (the run's once-a-second tick).
   *
-  * @param transport http, ssh or mqtt: whether devices hold sessions of their own, and which
+  * @param sessions the devices' own sessions' figures, as their transport kind has them
   */
-final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, target: Int, transport: String):
+final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, target: Int, sessions: SessionFigures):
   private val started = System.nanoTime()
   private var last = System.nanoTime()
   private var previous: Option[MetricsSnapshot] = None
@@ -79,12 +97,7 @@ final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, targe
       latencyMs = ListMap.from(keys.map(k => k -> percentiles(s.byKind(k).recent))),
       latenessMs = ListMap.from(kinds.filter(_.periodic).map(k => k.key -> percentiles(s.byKind(k.key).recentLateness))),
       transitions = moves,
-      tunnels = transport match
-        case "ssh" => Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels, rate(_.tunnels.retunnels),
-          s.tunnels.recent.latency.p99))
-        case "mqtt" => Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Discovering), s.reconnects, rate(_.reconnects),
-          s.tunnels.recent.latency.p99, mqtt = true))
-        case _ => None,
+      tunnels = sessions.sessionSample(s, rate),
       process = ProcessSample(figures.threads, figures.heapUsedBytes, (gcNow - lastGcMs) / seconds, ProcessWatch.cpuPercent,
         ProcessWatch.openFiles.getOrElse(-1L)),
       nodes = nodes)

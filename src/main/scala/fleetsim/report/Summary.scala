@@ -51,6 +51,17 @@ final case class TunnelsSummary(opened: Long, upAtEnd: Long, retunnels: Long, fa
 final case class MqttSummary(connects: Long, connectedAtEnd: Long, reconnects: Long, connectFailures: Map[String, Long], connectMs: LatencySummary)
 final case class PushesSummary(received: Long, acknowledged: Long, pushToAckMs: LatencySummary)
 
+/** A transport's own section of the summary (SSH's `tunnels`, MQTT's `mqtt`): what its devices'
+  * sessions did. Its kind supplies it ([[fleetsim.run.TransportKind]]).
+  */
+trait SessionsSection:
+  /** `summary` with the section filled in from the end-of-run figures; `upAtEnd` taken before the devices stopped. */
+  def withSessions(summary: Summary, metrics: MetricsSnapshot, upAtEnd: Long): Summary
+
+object SessionsSection:
+  /** Devices without sessions of their own. */
+  val none: SessionsSection = (summary, _, _) => summary
+
 object Summary:
   given JsonValueCodec[Summary] = JsonCodecMaker.makeWithRequiredCollectionFields
 
@@ -66,8 +77,8 @@ object Summary:
   /** The reason of calls a run did not wait for. */
   val Interrupted = "interrupted"
 
-  /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without tunnels)
-    * are taken before the devices stopped.
+  /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without sessions)
+    * are taken before the devices stopped; `sessions` writes the transport's own section.
     */
   def of(
       run: RunInfo,
@@ -77,31 +88,28 @@ object Summary:
       metrics: MetricsSnapshot,
       process: ProcessFigures,
       controller: Option[ControllerCounts],
-      cluster: Option[ClusterSummary] = None): Summary =
+      cluster: Option[ClusterSummary] = None,
+      sessions: SessionsSection = SessionsSection.none): Summary =
     def byKind[A](f: KindSnapshot => A) = metrics.byKind.map((k, v) => k -> f(v))
-    Summary(
+    val summary = Summary(
       run,
       DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L))),
         ListMap.from(metrics.stopped.toSeq.sortBy(_._1))),
       byKind(k => counts(k)),
       byKind(k => latencySummary(k.overall)),
-      tunnelsUp.filter(_ => run.transport != "mqtt").map { up =>
-        val t = metrics.tunnels
-        TunnelsSummary(t.opened, up, t.retunnels, failures(t.failures), latencySummary(t.overall))
-      },
-      tunnelsUp.filter(_ => run.transport == "mqtt").map { up =>
-        val t = metrics.tunnels
-        MqttSummary(t.opened, up, metrics.reconnects, failures(t.failures), latencySummary(t.overall))
-      },
+      None,
+      None,
       Option.when(metrics.pushes.received > 0)(metrics.pushes).map(p => PushesSummary(p.received, p.acknowledged, latencySummary(p.overall))),
       ProcessSummary(process.threadsPeak, process.heapUsedPeakBytes),
       controller,
       cluster)
+    tunnelsUp.fold(summary)(sessions.withSessions(summary, metrics, _))
 
-  private def latencySummary(times: Times) =
+  def latencySummary(times: Times): LatencySummary =
     val l = times.latency
     LatencySummary(l.p50, l.p99, l.max)
-  private def failures(byReason: Map[FailureReason, Long]) =
+  /** Counts by reason's key, in the reasons' order, those above 0. */
+  def failures(byReason: Map[FailureReason, Long]): Map[String, Long] =
     ListMap.from(FailureReason.values.map(r => r.key -> byReason(r)).filter(_._2 > 0))
 
   val FileName = "summary.json"

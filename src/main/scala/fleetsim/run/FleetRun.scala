@@ -75,9 +75,9 @@ final class FleetRun private (
       yield
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
-          stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
+          stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
-          process.sample(), controller.map(_.counts), cluster)
+          process.sample(), controller.map(_.counts), cluster, settings.transport)
         outputs.foreach(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over
@@ -120,10 +120,9 @@ object FleetRun:
     Files.writeString(settings.resultsDir.resolve(Report.ConfigFile), settings.described)
     val exporters = Exporters(prometheus = settings.dashboard.enabled, statsd = settings.statsd)
     system.whenTerminated.foreach(_ => exporters.close()) // /metrics answers until the very end
-    val mqtt = settings.transport == "mqtt"
     val embedded =
       if !settings.embedded then Future.successful(None)
-      else Controller.start(settings.controller, ssh = settings.ssh.isDefined, mqtt = mqtt).map(Some(_))
+      else settings.transport.embed(settings.controller).map(Some(_))
     val devices = Promise[FleetDevices]() // the dashboard starts before them
     val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
       case Some(prometheus) =>
@@ -133,7 +132,7 @@ object FleetRun:
       controller <- embedded
       board <- dashboard
       // MQTT devices call the broker; the others the controller.
-      url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
+      url = Uri(settings.transport.url(settings, controller))
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
       placed <- devices.completeWith(place(url, controller, exporters.registry)).future
     yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)

@@ -16,13 +16,13 @@ import java.net.{InetSocketAddress, Socket, URI}
   */
 object Preflight:
   def check(settings: RunSettings): Unit =
-    for ssh <- settings.ssh do fleetsim.transport.ssh.HostKeys.check(ssh).left.foreach(m => throw UsageError(m, "run"))
+    val kind = settings.transport
+    kind.preflight()
     val (files, filesName) = openFiles(settings)
-    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, files, sessionKind(settings), filesName)
+    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, files, sessionKind(settings), filesName, kind.server)
       .left.foreach(m => throw CannotRun(m))
-    val tls = settings.controllerUrl.exists(_.startsWith("https://")) || settings.broker.exists(_.startsWith("mqtts://")) ||
-      (settings.embedded && settings.controller.tls)
-    val perDevice = HeapBudget.perDevice(settings.transport, tls, settings.connection != fleetsim.transport.ConnectionMode.Shared)
+    val tls = settings.controllerUrl.exists(_.startsWith("https://")) || kind.serverTls(settings) || (settings.embedded && settings.controller.tls)
+    val perDevice = kind.heapPerDevice(tls, settings.connection != fleetsim.transport.ConnectionMode.Shared)
     HeapBudget.check(settings.fleet.devices, perDevice, Runtime.getRuntime.maxMemory).left.foreach(m => throw CannotRun(m))
     for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))
     // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
@@ -43,7 +43,7 @@ object Preflight:
   def checkRunner(settings: RunSettings): Unit =
     if settings.embedded then
       val (files, filesName) = openFiles(settings)
-      DescriptorBudget.checkServer(settings.connections, settings.sessions, sessionKind(settings), files, filesName)
+      DescriptorBudget.checkServer(settings.connections, settings.sessions, sessionKind(settings), files, filesName, settings.transport.server)
         .left.foreach(m => throw CannotRun(m))
 
   /** The results folder is made now, where the run is started: a run that cannot write its results must not start. */
@@ -61,7 +61,7 @@ object Preflight:
 
   private def openFiles(settings: RunSettings) = DescriptorBudget.limit(ProcessWatch.openFileLimit, settings.fleet.maxOpenFiles)
 
-  private def sessionKind(settings: RunSettings) = if settings.transport == "mqtt" then "MQTT connections" else "SSH tunnels"
+  private def sessionKind(settings: RunSettings) = settings.transport.sessions.getOrElse("sessions")
 
   /** An untrusted server certificate, or one for another name, would fail every device forever. */
   private def serverTrusted(settings: RunSettings, url: URI): Unit =

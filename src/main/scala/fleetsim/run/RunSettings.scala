@@ -8,8 +8,6 @@ import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{FleetContext, ProfileLoader, ProfiledDevice}
 import fleetsim.tls.TlsSettings
 import fleetsim.transport.{ConnectionMode, HttpSettings, SourceAddresses}
-import fleetsim.transport.ssh.SshSettings
-import org.apache.sshd.common.config.keys.PublicKeyEntry
 
 import java.nio.file.{Path, Paths}
 import java.time.LocalDateTime
@@ -20,9 +18,7 @@ import scala.concurrent.duration.*
 /** Everything a run needs, read from the layered config once.
   *
   * @param profile the device profile, compiled for this fleet
-  * @param transport http, ssh or mqtt, as summary.json says it
-  * @param broker the MQTT broker's URL (mqtt:// or mqtts://); None embeds one with the reference controller
-  * @param maxConnects MQTT connects in progress at once in this process
+  * @param transport how the devices carry their calls, with that kind's own settings
   * @param controllerUrl None embeds the reference controller
   * @param described the effective `fleetsim` settings as JSON, secrets left out (passwords, URLs' credentials), for config.json
   */
@@ -33,10 +29,7 @@ final case class RunSettings(
     connection: ConnectionMode,
     sourceIps: Option[SourceAddresses],
     tls: TlsSettings,
-    ssh: Option[SshSettings],
-    transport: String,
-    broker: Option[String],
-    maxConnects: Int,
+    transport: TransportKind,
     profile: ProfiledDevice,
     controller: ControllerSettings,
     controllerUrl: Option[String],
@@ -46,22 +39,18 @@ final case class RunSettings(
     statsd: Option[(String, Int)],
     described: String):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
-  require(maxConnects >= 1, "fleetsim.mqtt.max-connects must be at least 1")
 
-  /** HTTP connections the fleet may hold open at once. */
   /** How long a stopping run waits for the calls in flight: the longest a call may wait, its own timeout or the run's, and a second. */
   def drainWait: FiniteDuration = http.requestTimeout.max(profile.longestTimeout.nanos) + 1.second
 
-  def connections: Int =
-    if transport == "mqtt" then 0
-    else if connection == ConnectionMode.Shared then http.connectionsFor(fleet.devices)
-    else fleet.devices
+  /** HTTP connections the fleet may hold open at once. */
+  def connections: Int = transport.connections(this)
 
   /** Each device's own session, held open: an SSH tunnel or an MQTT connection. */
-  def sessions: Int = if transport == "http" then 0 else fleet.devices
+  def sessions: Int = if transport.sessions.isDefined then fleet.devices else 0
 
   /** The embedded controller (and broker) live in this process: every socket has both ends here. */
-  def embedded: Boolean = if transport == "mqtt" then broker.isEmpty else controllerUrl.isEmpty
+  def embedded: Boolean = transport.serverUrl(this).isEmpty
 
 object RunSettings:
   def apply(config: Config): RunSettings =
@@ -69,16 +58,18 @@ object RunSettings:
     val explicitDir = run.getString("results-dir")
     val fleet = FleetSettings(config)
     // The command line's transport, else the profile's: the profile is parsed first to know which.
-    val asked = Option(config.getString("fleetsim.fleet.transport")).filter(_.nonEmpty)
-    if asked.exists(t => !Set("http", "ssh", "mqtt")(t)) then
-      throw IllegalArgumentException(s"fleetsim.fleet.transport must be http, ssh or mqtt (got '${asked.get}')")
+    val asked = Option(config.getString("fleetsim.fleet.transport")).filter(_.nonEmpty).map { name =>
+      TransportKinds.named(name).getOrElse(
+        throw IllegalArgumentException(s"fleetsim.fleet.transport must be ${TransportKinds.either(TransportKinds.names)} (got '$name')"))
+    }
     val profileName = Option(config.getString("fleetsim.device-profile")).filter(_.nonEmpty)
-      .getOrElse(ProfileLoader.defaultFor(asked.getOrElse("http")))
+      .getOrElse(asked.getOrElse(TransportKinds.default).defaultProfile)
     val parsed = ProfileLoader.parse(profileName, config)
-    val transport = parsed.transportFor(asked)
-    val ssh = Option.when(transport == "ssh")(SshSettings(config))
-    val broker = Option(config.getString("fleetsim.mqtt.broker")).filter(_.nonEmpty).map(_.stripSuffix("/"))
-    if broker.isDefined && transport != "mqtt" then throw IllegalArgumentException("--broker is for MQTT devices: add --transport mqtt")
+    // The profile checks its own transport key against the names and the one asked for.
+    val kind = TransportKinds.named(parsed.transportFor(asked.map(_.name)))
+      .getOrElse(throw IllegalStateException(s"profile $profileName passed a transport no kind is named"))
+    val transport = kind.read(config)
+    TransportKinds.all.foreach(entry => entry.check(config, chosen = entry eq kind))
     val sourceIps = Option(config.getString("fleetsim.http.source-ips")).filter(_.nonEmpty).map { text =>
       SourceAddresses.parse(text).fold(problem => throw IllegalArgumentException(s"--source-ips: $problem"), addresses => addresses)
     }
@@ -89,7 +80,6 @@ object RunSettings:
       Option.when(sourceIps.isDefined)("address (--source-ips)"),
       Option.when(tls.clientCertificates)("certificate (--client-ca or --client-certs)"),
       Option.when(controllerUrl.isEmpty && controller.clientCertsRequired)("certificate (--client-certs-required)")).flatten.headOption
-    val sshKey = ssh.map(s => PublicKeyEntry.toString(s.keys.getPublic))
     val resultsDir =
       if explicitDir.nonEmpty then Paths.get(explicitDir)
       else Paths.get(run.getString("results-root"), LocalDateTime.now.format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
@@ -100,11 +90,8 @@ object RunSettings:
       connection = parsed.connectionMode(ownIdentity),
       sourceIps = sourceIps,
       tls = tls,
-      ssh = ssh,
       transport = transport,
-      broker = broker,
-      maxConnects = config.getInt("fleetsim.mqtt.max-connects"),
-      profile = parsed.compile(FleetContext(fleet, sshKey, config)),
+      profile = parsed.compile(FleetContext(fleet, transport.joinKey, config)),
       controller = controller,
       controllerUrl = controllerUrl,
       resultsDir = resultsDir,

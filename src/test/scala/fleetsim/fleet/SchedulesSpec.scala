@@ -63,8 +63,9 @@ class SchedulesSpec extends AnyWordSpec:
       assert(refusal.left.exists(m => m.contains("10000 SSH tunnels") && m.contains("spread the fleet") && m.contains("own process")))
     }
     "count MQTT connections, two ends each with the embedded broker, and name --broker" in {
-      assert(DescriptorBudget.check(0, 19800, embeddedController = false, limit = Some(20000), "MQTT connections") == Right(19950))
-      val refusal = DescriptorBudget.check(0, 10000, embeddedController = true, limit = Some(20000), "MQTT connections")
+      val broker = fleetsim.run.MqttKind(None, 1).server
+      assert(DescriptorBudget.check(0, 19800, embeddedController = false, limit = Some(20000), "MQTT connections", server = broker) == Right(19950))
+      val refusal = DescriptorBudget.check(0, 10000, embeddedController = true, limit = Some(20000), "MQTT connections", server = broker)
       assert(refusal.left.exists(m => m.contains("10000 MQTT connections") && m.contains("--broker")), refusal)
     }
     "take fleetsim.fleet.max-open-files only where it lowers the process's limit, and name it in the refusal" in {
@@ -85,13 +86,14 @@ class SchedulesSpec extends AnyWordSpec:
 
   "HeapBudget" should {
     "refuse a fleet whose devices' own TLS connections cannot fit the heap, naming the -Xmx it needs" in {
-      val perDevice = HeapBudget.perDevice("http", tls = true, ownConnection = true)
+      val perDevice = fleetsim.run.HttpKind().heapPerDevice(tls = true, ownConnection = true)
       val refusal = HeapBudget.check(10000, perDevice, maxHeap = 275L << 20) // what the launcher gives 10,000 shared-connection devices
       assert(refusal.left.exists(m => m.contains("10000 devices x 130000 bytes") && m.contains("JAVA_OPTS=-Xmx2736m")), refusal)
     }
     "pass the heap the launcher picks for each kind of fleet" in {
       for (transport, tls, own) <- Seq(("http", false, false), ("http", true, true), ("mqtt", false, true), ("mqtt", true, true), ("ssh", false, true)) do
-        val perDevice = HeapBudget.perDevice(transport, tls, own)
+        val kind = fleetsim.run.TransportKinds.named(transport).get.read(com.typesafe.config.ConfigFactory.load())
+        val perDevice = kind.heapPerDevice(tls, own)
         val launcher = (256L + 5000L * perDevice * 2 / 1048576) << 20 // fleetsim's own arithmetic, in whole MiB
         assert(HeapBudget.check(5000, perDevice, launcher).isRight, (transport, tls, own))
     }

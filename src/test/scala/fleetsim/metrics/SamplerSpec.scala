@@ -18,7 +18,7 @@ class SamplerSpec extends AnyFunSuite with Matchers:
     metrics.moved(Some(DeviceState.Discovering), DeviceState.Reporting)
     metrics.moved(Some(DeviceState.Discovering), DeviceState.Stopped)
     metrics.halted("register: 403")
-    val sample = Sampler(kinds, ProcessWatch(), target = 5, transport = "http").sample(metrics.snapshot())
+    val sample = Sampler(kinds, ProcessWatch(), target = 5, sessions = SessionFigures.none).sample(metrics.snapshot())
     sample.devices.keySet shouldBe DeviceState.values.map(_.toString).toSet
     sample.devices should contain allOf ("Discovering" -> 1L, "Reporting" -> 1L, "Stopped" -> 1L)
     sample.running shouldBe 3
@@ -28,7 +28,7 @@ class SamplerSpec extends AnyFunSuite with Matchers:
 
   test("errors count replies as the profile judged them: an expected 404 is none, an unexpected 200 is one") {
     val metrics = FleetMetrics(kinds)
-    val sampler = Sampler(kinds, ProcessWatch(), target = 1, transport = "http")
+    val sampler = Sampler(kinds, ProcessWatch(), target = 1, sessions = SessionFigures.none)
     def call(kind: MessageKind, status: Int) =
       metrics.sent(kind)
       metrics.replied(kind, reply(status), 1_000_000L)

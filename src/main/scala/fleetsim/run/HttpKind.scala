@@ -1,0 +1,18 @@
+package fleetsim.run
+
+import com.typesafe.config.Config
+
+/** Devices that call the controller over the fleet's HTTP(S) connections, and hold no session of their own. */
+final class HttpKind extends TransportKind:
+  def entry: TransportKinds.Entry = HttpKind
+
+  /** On shared plain connections under 1 KB; a connection of its own costs a device the stream
+    * stages, and with TLS the engine's buffers.
+    */
+  def heapPerDevice(tls: Boolean, ownConnection: Boolean): Long =
+    if !ownConnection then 1_000 else if tls then 130_000 else 20_000
+
+  def parts(made: FleetParts.Making): TransportKind.Parts = TransportKind.Parts(made.controller)
+
+object HttpKind extends TransportKinds.Entry("http", defaultProfile = "ap-v1", help = ""):
+  def read(config: Config): TransportKind = HttpKind()
