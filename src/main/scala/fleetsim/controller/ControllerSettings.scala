@@ -3,7 +3,7 @@ package fleetsim.controller
 import com.typesafe.config.Config
 
 import fleetsim.finiteDuration
-import fleetsim.transport.SshEndpoint
+import fleetsim.transport.ssh.SshEndpoint
 import java.nio.file.{Path, Paths}
 import scala.concurrent.duration.*
 

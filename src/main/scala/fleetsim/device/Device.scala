@@ -1,6 +1,6 @@
 package fleetsim.device
 
-import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Session, SessionFailure, Sessions, Transport}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorRef
 import org.apache.pekko.actor.{Actor, Deploy, Props}
@@ -11,11 +11,12 @@ import scala.concurrent.{ExecutionContext, Future}
 import scala.concurrent.duration.*
 import scala.util.control.NonFatal
 
-/** One simulated device: joins the controller, opens its own tunnel when the fleet uses one,
-  * reports on jittered schedules, brings itself up to date when a reply or a push says it is behind,
-  * and recovers by itself from refusals, lost tunnels, failed messages and its own failures. It owns
-  * its lifecycle and its tunnel; a failure loses the session, and the device backs off and joins
-  * again. What its calls look like and what a reply means is its [[DeviceProfile]]'s business.
+/** One simulated device: joins the controller, opens its own session when the fleet's transport has
+  * them (an SSH tunnel), reports on jittered schedules, brings itself up to date when a reply or a
+  * push says it is behind, and recovers by itself from refusals, lost sessions, failed messages and
+  * its own failures. It owns its lifecycle and its session; a failure ends the epoch, and the device
+  * backs off and joins again. What its calls look like and what a reply means is its
+  * [[DeviceProfile]]'s business; which transport carries them, its kind's.
   *
   * A profile without a join call (MQTT) joins by opening its session: Discovering while it
   * connects, and a lost session sends it back, after a backoff, to join again.
@@ -35,29 +36,31 @@ object Device:
   /** The boot delay is over: the first join. */
   private case object Boot extends Command
   private case object RetryJoin extends Command
-  private case object RetryTunnel extends Command
-  private final case class TunnelOpened(result: Either[FailureReason, Tunnel]) extends Command
-  private final case class TunnelLost(tunnel: Int) extends Command
-  /** Tunnel `tunnel` brought a message unasked. */
-  private final case class Pushed(tunnel: Int, push: Push) extends Command
+  private case object RetrySession extends Command
+  private final case class SessionOpened(result: Either[SessionFailure, Session]) extends Command
+  private final case class SessionLost(session: Int) extends Command
+  /** Session `session` brought a message unasked. */
+  private final case class Pushed(session: Int, push: Push) extends Command
   /** Periodic message `message` is due. */
   private final case class Due(message: Int) extends Command
   /** One instance per message: the wheel holds a million wake-ups. */
   private val due = IndexedSeq.tabulate(256)(Due(_))
-  // Replies carry the session they belong to, so replies from before a rejoin are ignored, and which
+  // Replies carry the epoch they belong to, so replies from before a rejoin are ignored, and which
   // try of the call they answer (from 1).
-  private final case class Replied(session: Int, call: Call, reply: Reply, attempt: Int) extends Command
+  private final case class Replied(epoch: Int, call: Call, reply: Reply, attempt: Int) extends Command
   /** A failed call's next try ([[Call.retry]]) is due; a periodic call's, while its message is still on `round`. */
-  private final case class Again(session: Int, call: Call, attempt: Int, round: Long) extends Command
+  private final case class Again(epoch: Int, call: Call, attempt: Int, round: Long) extends Command
   /** The reply a call's failed future stands for (a transport's never fails): one for all calls. */
   private val failedFuture = Reply.Failed(FailureReason.ProtocolError)
+  /** The same for a session's open. */
+  private val failedOpen: Either[SessionFailure, Session] = Left(SessionFailure.Failed(FailureReason.ProtocolError))
 
   /** What every device of a fleet shares; each device keeps one reference to it.
     *
     * @param profile builds the device's calls and reads their replies
-    * @param http carries the join, every call when there are no tunnels, and calls to URLs of their own
-    * @param tunnels opens the device's own tunnel after each join, or as its join when the profile
-    *                has no join call; None = plain HTTP, no Tunneling
+    * @param http carries the join, every call when there are no sessions, and calls to URLs of their own
+    * @param sessions opens the device's own session after each join (Tunneling), or as its join when
+    *                 the profile has no join call; None = plain HTTP
     * @param wheel wakes the devices for their periodic sends and retries
     * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
     * @param dispatchers device i runs on dispatcher i % size ([[DeviceDispatcher]]); none = Pekko's default
@@ -66,14 +69,14 @@ object Device:
       profile: DeviceProfile,
       settings: DeviceSettings,
       http: Transport,
-      tunnels: Option[Tunnels],
+      sessions: Option[Sessions],
       events: DeviceEvents,
       wheel: TimingWheel,
       random: RandomGenerator,
       clock: () => Long = () => System.nanoTime(),
       dispatchers: IndexedSeq[String] = IndexedSeq.empty):
     require(profile.messages.size <= due.size, s"a profile may have at most ${due.size} periodic messages")
-    require(profile.join.isDefined || tunnels.isDefined, s"profile ${profile.name} joins by opening a session, and the fleet opens none")
+    require(profile.join.isDefined || sessions.isDefined, s"profile ${profile.name} joins by opening a session, and the fleet opens none")
     /** The periodic message a kind belongs to, by kind index; -1 for the join's and triggers' kinds. */
     private[device] val messageOf: Array[Int] = profile.kinds.map(k => profile.messages.indexWhere(_.kind == k)).toArray
     /** Each periodic message's jitter: its own, or the device setting. */
@@ -98,18 +101,18 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private val startedAt = shared.clock()
   private var current = Discovering
   private var quiesced = false
-  /** Joins or tunnel openings failed in a row: the backoff grows with them. */
+  /** Joins or session openings failed in a row: the backoff grows with them. */
   private var failures = 0
-  /** Sessions started: a session is a join (and tunnel) and what the device does until the next. */
-  private var session = 0
+  /** Epochs started: an epoch is a join (and its session) and what the device does until the next. */
+  private var epoch = 0
   /** The profile's numbers and texts for this device, and each message's schedule ([[Registers]]). */
   val registers: Array[Long] = new Array[Long](profile.registers)
   val texts: Array[String] = if profile.texts == 0 then null else new Array[String](profile.texts)
   /** While ConfigDownloading: the trigger running, and which of its calls (trigger << 8 | call). */
   private var updating = 0
-  /** The open tunnel and its number, which tells its loss from an older one's. */
-  private var tunnel: Option[Tunnel] = None
-  private var tunnelNumber = 0
+  /** The open session and its number, which tells its loss from an older one's. */
+  private var session: Option[Session] = None
+  private var sessionNumber = 0
 
   boot(first = true)
 
@@ -133,7 +136,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     catch case NonFatal(e) => failed(e)
 
   override def postStop(): Unit =
-    closeTunnel()
+    closeSession()
     events.stopped(current)
 
   // ---- what the device is to its profile ----
@@ -142,10 +145,10 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   def uptimeS: Long = (shared.clock() - startedAt) / 1_000_000_000L
   def random: RandomGenerator = shared.random
 
-  // ---- states: what each does with a message; anything else is from an older session ----
+  // ---- states: what each does with a message; anything else is from an older epoch ----
 
   private def discovering(command: Command): Unit = command match
-    case Replied(n, call, reply, attempt) if n == session && joining(call) =>
+    case Replied(n, call, reply, attempt) if n == epoch && joining(call) =>
       read(call, reply, attempt) match
         case Outcome.Ok => joined()
         case Outcome.NotAdmitted => wake(RetryJoin, backoffDelay()) // ask again, more slowly each time
@@ -156,14 +159,14 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           profile.forget(this) // a known device the controller no longer knows registers afresh
           backOff()
         case Outcome.Reauthenticate | Outcome.Failed | Outcome.Unusable(_) => backOff()
-    case Again(n, call, attempt, _) if n == session && joining(call) => send(shared.http, call, attempt = attempt)
+    case Again(n, call, attempt, _) if n == epoch && joining(call) => send(shared.http, call, attempt = attempt)
     case Boot => join()
-    case TunnelOpened(Right(opened)) => // the session was the join
+    case SessionOpened(Right(opened)) => // the session was the join
       failures = 0
       attach(opened)
-      startSession()
-    case TunnelOpened(Left(FailureReason.Unauthorized)) => refusedSession()
-    case TunnelOpened(Left(_)) => backOff()
+      startReporting()
+    case SessionOpened(Left(_: SessionFailure.Refused)) => refusedSession()
+    case SessionOpened(Left(_: SessionFailure.Failed)) => backOff()
     case RetryJoin => joinAgain()
     case _ => unread(command)
 
@@ -171,33 +174,34 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case RetryJoin => joinAgain()
     case _ => unread(command)
 
+  /** Opening its session after a join (the state's name, Tunneling, is SSH's, as in the figures). */
   private def tunneling(command: Command): Unit = command match
-    case TunnelOpened(Right(opened)) =>
+    case SessionOpened(Right(opened)) =>
       attach(opened)
-      startSession()
-    case TunnelOpened(Left(FailureReason.AuthRejected)) => refusedSession()
-    case TunnelOpened(Left(_)) => wake(RetryTunnel, backoffDelay())
-    case RetryTunnel =>
+      startReporting()
+    case SessionOpened(Left(_: SessionFailure.Refused)) => refusedSession()
+    case SessionOpened(Left(_: SessionFailure.Failed)) => wake(RetrySession, backoffDelay())
+    case RetrySession =>
       failures += 1
-      openTunnel()
+      openAfterJoin()
     case _ => unread(command)
 
   /** Reporting and ConfigDownloading: the periodic sends, their replies, and bringing itself up to date. */
   private def online(command: Command): Unit = command match
     case Due(i) if !early(registers(Registers.dueAt(i))) => sendMessage(i)
-    case Replied(n, call, reply, attempt) if n == session =>
+    case Replied(n, call, reply, attempt) if n == epoch =>
       if current == ConfigDownloading && (call eq updatingCall) then updated(read(call, reply, attempt))
       else
         val i = shared.messageOf(call.kind.index)
         if i >= 0 then replied(i, read(call, reply, attempt))
-    case Again(n, call, attempt, round) if n == session =>
+    case Again(n, call, attempt, round) if n == epoch =>
       val i = shared.messageOf(call.kind.index)
       // A periodic call's tries end when its message's next round starts: one round in flight at a time, as an agent's loop.
       if i >= 0 && registers(Registers.seq(i)) == round || current == ConfigDownloading && (call eq updatingCall) then
         send(channelFor(call), call, attempt = attempt)
-    case TunnelLost(n) if n == tunnelNumber => sessionLost()
-    case Pushed(n, push) if n == tunnelNumber => pushed(push)
-    case _ => unread(command) // an older session's
+    case SessionLost(n) if n == sessionNumber => sessionLost()
+    case Pushed(n, push) if n == sessionNumber => pushed(push)
+    case _ => unread(command) // an older epoch's, or an older session's
 
   /** What a reply means, as the profile reads it into the device, counted as the profile judges it (a
     * 2xx it cannot use or reacts to as a failure failed, a status it expects ok); null when the call
@@ -214,11 +218,11 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     outcome match
       case Outcome.Failed | Outcome.Unusable(_) if call.retry.exists(attempt < _.tries) =>
         val i = shared.messageOf(call.kind.index)
-        wake(Again(session, call, attempt + 1, if i >= 0 then registers(Registers.seq(i)) else 0), call.retry.get.delay.pick(random).nanos)
+        wake(Again(epoch, call, attempt + 1, if i >= 0 then registers(Registers.seq(i)) else 0), call.retry.get.delay.pick(random).nanos)
         null
       case _ => outcome
 
-  /** A reply the device no longer reads (an older session's, or one come while it is Stopped or backing
+  /** A reply the device no longer reads (an older epoch's, or one come while it is Stopped or backing
     * off) is still counted as its call judges its status: an expected status ok, any other failed.
     */
   private def unread(command: Command): Unit = command match
@@ -241,7 +245,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       registers(Registers.failures(i)) = failed
       val limit = profile.messages(i).maxFailures.getOrElse(settings.maxLostHeartbeats)
       if limit > 0 && failed >= limit then
-        if tunnel.isDefined then sessionLost()
+        if session.isDefined then sessionLost()
         else
           failures = 0
           backOff()
@@ -264,7 +268,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** The run is ending: send nothing more, let the calls in flight come home, keep the state. */
   private def whileQuiesced(command: Command): Unit = command match
-    case TunnelOpened(Right(late)) => late.close()
+    case SessionOpened(Right(late)) => late.close()
     case Quiesce(again) => again ! Done
     case Replied(_, call, reply, _) => read(call, reply, Int.MaxValue) // the last calls come home: counted for what they are, acted on no more
     case _ => ()
@@ -283,20 +287,20 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     if delay <= 0 then join()
 
   private def join(): Unit =
-    session += 1
+    epoch += 1
     enter(Discovering)
     (if profile.resumes(this) then profile.resume else profile.join) match
       case Some(call) => send(shared.http, call)
       case None => openSession()
 
-  /** The session's join is `join`, or `resume` for a device known already (no field of its own: a
+  /** The epoch's join is `join`, or `resume` for a device known already (no field of its own: a
     * million devices would pay for it).
     */
   private def joining(call: Call): Boolean = profile.join.contains(call) || profile.resume.contains(call)
 
   /** The device stops itself, as its profile says, until [[Device.Restart]]. */
   private def stop(reason: String): Unit =
-    closeTunnel()
+    closeSession()
     enter(Stopped)
     events.halted(reason)
 
@@ -307,39 +311,38 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def joined(): Unit =
     failures = 0
-    if shared.tunnels.isDefined then openTunnel() else startSession()
+    if shared.sessions.isDefined then openAfterJoin() else startReporting()
 
-  /** Opens the device's own tunnel now; on failure waits a backoff delay and tries again. */
-  private def openTunnel(): Unit =
+  /** Opens the device's own session now, after its join; on failure waits a backoff delay and tries again. */
+  private def openAfterJoin(): Unit =
     enter(Tunneling)
     openSession()
 
   private def openSession(): Unit =
-    val next = tunnelNumber + 1 // the number it gets once open: pushes may come before the device hears it opened
+    val next = sessionNumber + 1 // the number it gets once open: pushes may come before the device hears it opened
     val pushed = (push: Push) => self.tell(Pushed(next, push), Actor.noSender)
-    pipe(shared.tunnels.get.open(number, profile.login(this), profile.sshEndpoint(this), pushed), Left(FailureReason.ProtocolError))(
-      TunnelOpened(_))
+    pipe(shared.sessions.get.open(number, profile.login(this), profile.sessionOffer(this), pushed), failedOpen)(SessionOpened(_))
 
-  private def attach(opened: Tunnel): Unit =
-    tunnelNumber += 1
-    tunnel = Some(opened)
-    val lost = TunnelLost(tunnelNumber)
+  private def attach(opened: Session): Unit =
+    sessionNumber += 1
+    session = Some(opened)
+    val lost = SessionLost(sessionNumber)
     pipe(opened.lost, Done)(_ => lost)
 
-  /** The server no longer admits this device (SSH login or MQTT credentials refused): join again, later. */
+  /** The server no longer admits this device (its session refused): join again, later. */
   private def refusedSession(): Unit =
     profile.forget(this)
     backOff()
 
   /** The session is gone or dead: after a jittered pause, so that a herd does not return as one, a
-    * new tunnel, or a new join when the session was the join.
+    * new session, or a new join when the session was the join.
     */
   private def sessionLost(): Unit =
-    closeTunnel()
+    closeSession()
     failures = 0
     if profile.join.isEmpty then backOff()
     else
-      wake(RetryTunnel, backoffDelay())
+      wake(RetrySession, backoffDelay())
       enter(Tunneling)
 
   /** A push: what the profile keeps of it, then up to date if it says the device is behind. */
@@ -357,8 +360,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       events.pushAcknowledged(shared.clock() - registers(at))
       registers(at) = 0
 
-  private def startSession(): Unit =
-    session += 1
+  /** Starts an epoch's reporting: each message's schedule from the start. */
+  private def startReporting(): Unit =
+    epoch += 1
     var i = 0
     while i < profile.messages.size do
       registers(Registers.failures(i)) = 0
@@ -403,13 +407,13 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** 401, or forgotten: join again now. */
   private def rejoin(): Unit =
-    closeTunnel()
+    closeSession()
     failures = 0
     join()
 
   /** Waits a backoff delay (or what the controller asked for), then joins again. */
   private def backOff(nanos: Long = 0): Unit =
-    closeTunnel()
+    closeSession()
     wake(RetryJoin, if nanos > 0 then nanos.nanos else backoffDelay())
     enter(Backoff)
 
@@ -436,12 +440,12 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
 
-  /** What a call of the session travels through: the tunnel if there is one, unless the call names a URL of its own. */
-  private def channelFor(call: Call): Transport = if call.toUrl then shared.http else tunnel.getOrElse(shared.http)
+  /** What a call of the epoch travels through: the session if there is one, unless the call names a URL of its own. */
+  private def channelFor(call: Call): Transport = if call.toUrl then shared.http else session.getOrElse(shared.http)
 
-  private def closeTunnel(): Unit =
-    tunnel.foreach(_.close())
-    tunnel = None
+  private def closeSession(): Unit =
+    session.foreach(_.close())
+    session = None
 
   /** Message i's interval, at least a millisecond: a controller's 0 must not make its devices spin. */
   private def interval(i: Int): Long = profile.messages(i).interval(this).max(1_000_000L)
@@ -453,7 +457,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, self, tick)
 
-  /** Not due yet, so the wake-up was meant for a session before this one (the wheel is never early). */
+  /** Not due yet, so the wake-up was meant for an epoch before this one (the wheel is never early). */
   private def early(dueAt: Long): Boolean = dueAt - (shared.clock() + wheel.tick.toNanos) > 0
 
   /** Records how late this send left against its intended time, and schedules the next one an
@@ -473,7 +477,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** Every call's outcome comes back as a message; a quiet call's only when it is not a 2xx. */
   private def send(through: Transport, call: Call, quiet: Boolean = false, attempt: Int = 1): Unit =
-    val n = session
+    val n = epoch
     through.send(number, call.render(this)).onComplete { result =>
       val reply = result.getOrElse(failedFuture)
       val ok = reply match

@@ -1,6 +1,7 @@
 package fleetsim.device
 
-import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Request, SshEndpoint}
+import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Request, SessionOffer}
+import fleetsim.transport.ssh.SshEndpoint
 
 import java.util.random.RandomGenerator
 
@@ -33,9 +34,15 @@ trait DeviceProfile:
   def registers: Int
   /** Texts kept per device (tokens, ids read from replies); 0 keeps none. */
   def texts: Int
-  /** The name a device logs in with over SSH. */
+  /** The name a device's session logs in with (over SSH: its user). */
   def login(device: DeviceScope): String
-  /** Where the device's tunnel goes, as the join reply said; None = the transport's own setting. */
+  /** What the device's join said of its session, for its transport's sessions to read; None = the
+    * transport's own setting. Profiles read one offer so far: the SSH server the join named.
+    */
+  def sessionOffer(device: DeviceScope): Option[SessionOffer] = sshEndpoint(device)
+  /** The profile's `ssh` section: where the device's tunnel goes, as the join reply said. (Its own
+    * kind's profile section once ProfileLoader reads one a kind: docs/adr/0010.)
+    */
   def sshEndpoint(device: DeviceScope): Option[SshEndpoint]
   /** A 403 from any call: forget what the session kept (configuration applied included). */
   def forget(device: DeviceScope): Unit

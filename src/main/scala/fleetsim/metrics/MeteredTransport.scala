@@ -1,6 +1,6 @@
 package fleetsim.metrics
 
-import fleetsim.transport.{FailureReason, Push, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels}
+import fleetsim.transport.{FailureReason, Push, Reply, Request, Session, SessionFailure, SessionOffer, Sessions, Transport}
 import org.apache.pekko.Done
 
 import scala.concurrent.{ExecutionContext, Future}
@@ -18,28 +18,28 @@ final class MeteredTransport(inner: Transport, metrics: FleetMetrics) extends Tr
 
   def close(): Future[Done] = inner.close()
 
-/** Times handshakes, counts tunnels up and failed, and meters the calls through each tunnel. */
-final class MeteredTunnels(inner: Tunnels, metrics: FleetMetrics) extends Tunnels:
+/** Times handshakes, counts sessions up and failed (under the figures' names: `tunnels`), and meters
+  * the calls through each session.
+  */
+final class MeteredSessions(inner: Sessions, metrics: FleetMetrics) extends Sessions:
   private given ExecutionContext = ExecutionContext.parasitic
 
-  def publicKey: Option[String] = inner.publicKey
-
-  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+  def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
     val started = System.nanoTime()
     inner.open(device, login, offered, pushed).map {
-      case Right(tunnel) =>
+      case Right(session) =>
         metrics.tunnelOpened(System.nanoTime() - started)
-        tunnel.lost.foreach(_ => metrics.tunnelClosed())
-        Right(MeteredTunnel(tunnel))
-      case Left(reason) =>
-        metrics.tunnelFailed(reason)
-        Left(reason)
+        session.lost.foreach(_ => metrics.tunnelClosed())
+        Right(MeteredSession(session))
+      case failed @ Left(failure) =>
+        metrics.tunnelFailed(failure.reason)
+        failed
     }
 
   def close(): Future[Done] = inner.close()
 
-  private final class MeteredTunnel(tunnel: Tunnel) extends Tunnel:
-    private val metered = MeteredTransport(tunnel, metrics)
+  private final class MeteredSession(session: Session) extends Session:
+    private val metered = MeteredTransport(session, metrics)
     def send(device: Int, request: Request): Future[Reply] = metered.send(device, request)
-    def lost: Future[Done] = tunnel.lost
-    def close(): Future[Done] = tunnel.close()
+    def lost: Future[Done] = session.lost
+    def close(): Future[Done] = session.close()

@@ -2,7 +2,7 @@ package fleetsim.protocol
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
-import fleetsim.transport.SshEndpoint
+import fleetsim.transport.ssh.SshEndpoint
 
 /** Reference controller protocol v1 (docs/controller.md): the JSON bodies both sides exchange.
   *

@@ -46,4 +46,4 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
     fleet ! Fleet.RestartStopped
     stopped
   def close(): Future[Done] = parts.close()
-  def sessions: Boolean = parts.tunnels.isDefined
+  def sessions: Boolean = parts.sessions.isDefined

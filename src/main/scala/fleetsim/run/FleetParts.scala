@@ -1,9 +1,9 @@
 package fleetsim.run
 
 import fleetsim.device.{Device, DeviceDispatcher, TimingWheel}
-import fleetsim.metrics.{FleetMetrics, MeteredTransport, MeteredTunnels}
+import fleetsim.metrics.{FleetMetrics, MeteredSessions, MeteredTransport}
 import fleetsim.tls.{CertificateAuthority, FleetTls}
-import fleetsim.transport.{Dialer, GatedTunnels, HeldBack, HttpTransport, Transport, Tunnels, UrlTransport}
+import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, Sessions, Transport, UrlTransport}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
@@ -18,14 +18,14 @@ import scala.concurrent.{ExecutionContext, Future}
   * transport, their own sessions if their kind has them, and the timing wheel; `device(i)` makes device i.
   * A run in one process makes one; so does each node of a cluster for its share of the fleet.
   */
-final class FleetParts private (val metrics: FleetMetrics, http: Transport, val tunnels: Option[Tunnels], wheel: TimingWheel, shared: Device.Shared):
+final class FleetParts private (val metrics: FleetMetrics, http: Transport, val sessions: Option[Sessions], wheel: TimingWheel, shared: Device.Shared):
   def device(i: Int): Props = Device.props(i, shared)
 
   /** After the devices have stopped: closes their sessions, connections and the wheel. */
   def close()(using ExecutionContext): Future[Done] =
     wheel.close()
     for
-      _ <- tunnels.fold(Future.successful(Done))(_.close())
+      _ <- sessions.fold(Future.successful(Done))(_.close())
       _ <- http.close()
     yield Done
 
@@ -57,7 +57,7 @@ object FleetParts:
     def byUrl: Transport = UrlTransport(httpTo(_, _, _, None), system.dispatchers.lookup(DispatcherSelector.blocking()))
 
     /** Sessions as the devices see them: metered, held back on a held node, and `atOnce` opening at a time. */
-    def gated(t: Tunnels, atOnce: Int): Tunnels = GatedTunnels(MeteredTunnels(holding.fold(t)(HeldBack.tunnels(t, _)), metrics), atOnce)
+    def gated(s: Sessions, atOnce: Int): Sessions = GatedSessions(MeteredSessions(holding.fold(s)(HeldBack.sessions(s, _)), metrics), atOnce)
 
   /** @param url the controller's (or, for MQTT, the broker's) URL
     * @param embeddedCa the embedded controller's certificate authority, when it speaks TLS

@@ -5,7 +5,7 @@ import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.fleet.DescriptorBudget
 import fleetsim.metrics.{MetricsSnapshot, SessionFigures, TunnelSample}
 import fleetsim.report.{SessionsSection, Summary}
-import fleetsim.transport.{ConnectionMode, IoThreads, Transport, Tunnels}
+import fleetsim.transport.{ConnectionMode, IoThreads, Sessions, Transport}
 import org.apache.pekko.actor.typed.ActorSystem
 
 import scala.concurrent.Future
@@ -76,7 +76,7 @@ object TransportKind:
     * @param sessions opens each device's own session; None: the devices hold none
     * @param io the threads the devices run on, beside their sessions' I/O; None: Pekko's default dispatcher
     */
-  final case class Parts(direct: Transport, sessions: Option[Tunnels] = None, io: Option[IoThreads] = None)
+  final case class Parts(direct: Transport, sessions: Option[Sessions] = None, io: Option[IoThreads] = None)
 
 /** The kinds, by name: the one list of them. */
 object TransportKinds:

@@ -11,20 +11,19 @@ import scala.concurrent.{ExecutionContext, Future}
   */
 object HeldBack:
   private val refused: Future[Reply] = Future.successful(Reply.Failed(FailureReason.HeldBack))
-  private val notOpened: Future[Either[FailureReason, Tunnel]] = Future.successful(Left(FailureReason.HeldBack))
+  private val notOpened: Future[Either[SessionFailure, Session]] = Future.successful(Left(SessionFailure.Failed(FailureReason.HeldBack)))
 
   def transport(inner: Transport, holding: () => Boolean): Transport = new Transport:
     def send(device: Int, request: Request): Future[Reply] = if holding() then refused else inner.send(device, request)
     def close(): Future[Done] = inner.close()
 
-  def tunnels(inner: Tunnels, holding: () => Boolean): Tunnels = new Tunnels:
-    def publicKey: Option[String] = inner.publicKey
-    def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+  def sessions(inner: Sessions, holding: () => Boolean): Sessions = new Sessions:
+    def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
       if holding() then notOpened
-      else inner.open(device, login, offered, pushed).map(_.map(tunnel(_, holding)))(using ExecutionContext.parasitic)
+      else inner.open(device, login, offered, pushed).map(_.map(session(_, holding)))(using ExecutionContext.parasitic)
     def close(): Future[Done] = inner.close()
 
-  private def tunnel(inner: Tunnel, holding: () => Boolean): Tunnel = new Tunnel:
+  private def session(inner: Session, holding: () => Boolean): Session = new Session:
     def send(device: Int, request: Request): Future[Reply] = if holding() then refused else inner.send(device, request)
     def lost: Future[Done] = inner.lost
     def close(): Future[Done] = inner.close()

@@ -98,8 +98,12 @@ enum FailureReason(val key: String):
   */
 final class KnownFailure(val reason: FailureReason, message: String) extends RuntimeException(message, null, false, false)
 
-/** Where a device's tunnel goes: an SSH server's address. */
-final case class SshEndpoint(host: String, port: Int)
+/** SSH's endpoint lives with SSH; this alias keeps the places that import it from here compiling
+  * (controller/ControllerRoutes, profile/ProfiledDevice, both being reworked apart): remove it once
+  * they import [[ssh.SshEndpoint]].
+  */
+type SshEndpoint = ssh.SshEndpoint
+val SshEndpoint: ssh.SshEndpoint.type = ssh.SshEndpoint
 
 /** How devices reach a controller. Implementations are shared and asynchronous; devices never see
   * a library exception, only a [[Reply]].
@@ -118,19 +122,37 @@ final case class Push(topic: String, payload: Array[Byte])
   * through it, and [[lost]] completes when it goes down for any reason (closed by either side,
   * keepalive unanswered, idle timeout).
   */
-trait Tunnel extends Transport:
+trait Session extends Transport:
   def lost: Future[Done]
 
-/** Opens sessions, one per device, on resources shared by the whole fleet: SSH tunnels after an
-  * HTTP join, or MQTT connections, which are the join themselves.
+/** What a device's join said of its session, as its profile read it (where its SSH tunnel goes,
+  * [[ssh.SshEndpoint]]): each kind's sessions read the offer they know and pass over any other.
   */
-trait Tunnels:
+trait SessionOffer
+
+/** Why a session did not open, as the device acts on it; `reason` is what the figures count it as. */
+sealed trait SessionFailure:
+  def reason: FailureReason
+
+object SessionFailure:
+  /** The server does not admit this device (SSH credentials refused, MQTT's CONNACK: bad credentials or
+    * not authorized): as after a 403, the device forgets its session and joins again, later.
+    */
+  final case class Refused(reason: FailureReason) extends SessionFailure
+  /** Not opened for any other reason (unreachable, timed out, a host key refused, too many waiting,
+    * held back): the device tries again after a backoff.
+    */
+  final case class Failed(reason: FailureReason) extends SessionFailure
+
+/** Opens sessions, one per device, on resources shared by the whole fleet: SSH tunnels after an
+  * HTTP join, or MQTT connections, which are the join themselves. A transport kind makes them
+  * (fleetsim.run.TransportKind); wrappers meter, gate and hold them back.
+  */
+trait Sessions:
   /** @param device the device's number in the fleet
-    * @param login the device's user name (its MAC, for protocol v1)
-    * @param offered the SSH endpoint the controller named at join, if any
+    * @param login the name the device's session logs in with, as its profile renders it (its MAC, for protocol v1)
+    * @param offered what the device's join said of its session, if anything
     * @param pushed called with each message the session brings unasked, from the transport's thread
     */
-  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]]
-  /** The device's public key in OpenSSH format, sent at join so the controller can admit it. */
-  def publicKey: Option[String]
+  def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]]
   def close(): Future[Done]

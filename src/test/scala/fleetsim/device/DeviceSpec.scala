@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{FleetContext, ProfileLoader}
 import fleetsim.protocol.*
-import fleetsim.transport.{FailureReason, MessageKind, Reply, Request, SshEndpoint, Transport, Tunnel, Tunnels, Push}
+import fleetsim.transport.{FailureReason, MessageKind, Reply, Request, Session, SessionFailure, SessionOffer, Sessions, Transport, Push}
 import org.apache.pekko.Done
 import org.apache.pekko.util.ByteString
 import org.apache.pekko.actor.testkit.typed.scaladsl.{ScalaTestWithActorTestKit, TestProbe}
@@ -71,16 +71,17 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       reply.future
     def close(): Future[Done] = Future.successful(Done)
 
-  /** Tunnels the test opens and breaks by hand; every call through one goes to the same probe. */
-  private final class ScriptedTunnels(opens: ActorRef[Promise[Either[FailureReason, Tunnel]]], calls: ActorRef[Call]) extends Tunnels:
-    def publicKey: Option[String] = Some("ecdsa-sha2-nistp256 AAAA")
-    def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
-      val opened = Promise[Either[FailureReason, Tunnel]]()
+  /** Sessions (SSH tunnels, as far as the device can tell) the test opens and breaks by hand; every
+    * call through one goes to the same probe.
+    */
+  private final class ScriptedTunnels(opens: ActorRef[Promise[Either[SessionFailure, Session]]], calls: ActorRef[Call]) extends Sessions:
+    def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
+      val opened = Promise[Either[SessionFailure, Session]]()
       opens ! opened
       opened.future
     def close(): Future[Done] = Future.successful(Done)
 
-  private final class ScriptedTunnel(calls: ActorRef[Call]) extends Tunnel:
+  private final class ScriptedTunnel(calls: ActorRef[Call]) extends Session:
     val broken = Promise[Done]()
     @volatile var closed = false
     private val through = ScriptedTransport(calls)
@@ -102,12 +103,12 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   private class Fixture(withTunnels: Boolean = false, profile: String = "ap-v1"):
     val calls = TestProbe[Call]()
     val moves = TestProbe[Moved]()
-    val opens = TestProbe[Promise[Either[FailureReason, Tunnel]]]()
+    val opens = TestProbe[Promise[Either[SessionFailure, Session]]]()
     val tunnelCalls = TestProbe[Call]()
     val halts = TestProbe[String]()
     val judgements = TestProbe[(Int, Option[FailureReason])]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(apV1(tunnels.flatMap(_.publicKey), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.map(_ => "ecdsa-sha2-nistp256 AAAA"), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -125,7 +126,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       join.ok(JoinReply(10, 1000, configSeq = 1))
       expectMove(Discovering, Tunneling)
       val tunnel = ScriptedTunnel(tunnelCalls.ref)
-      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Right(tunnel))
+      opens.expectMessageType[Promise[Either[SessionFailure, Session]]].success(Right(tunnel))
       expectMove(Tunneling, ConfigDownloading)
       val download = tunnelCalls.expectMessageType[Call]
       assert(download.request.kind.key == ApiCall.Config.key)
@@ -296,7 +297,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(Reporting, Tunneling)
       quietFor(400.millis, opens) // the pause: uniform in [0, 1 s], here 0.5 s
       pass(100.millis)
-      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Right(ScriptedTunnel(tunnelCalls.ref)))
+      opens.expectMessageType[Promise[Either[SessionFailure, Session]]].success(Right(ScriptedTunnel(tunnelCalls.ref)))
       expectMove(Tunneling, Reporting) // config already applied: no download
       calls.expectNoMessage(50.millis) // no rejoin
 
@@ -314,10 +315,10 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)
-      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.ConnectFailed))
+      opens.expectMessageType[Promise[Either[SessionFailure, Session]]].success(Left(SessionFailure.Failed(FailureReason.ConnectFailed)))
       val (first, second) = timeUntil(opens)
       assert(first >= 500.millis && first <= 600.millis) // half of 1 s
-      second.success(Left(FailureReason.TimedOut))
+      second.success(Left(SessionFailure.Failed(FailureReason.TimedOut)))
       val (next, _) = timeUntil(opens)
       assert(next >= 1.second && next <= 1100.millis) // half of 2 s: it backs off
       moves.expectNoMessage(50.millis) // still Tunneling
@@ -325,7 +326,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     "join again, after a pause, when the SSH server no longer admits it" in new Fixture(withTunnels = true):
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)
-      opens.expectMessageType[Promise[Either[FailureReason, Tunnel]]].success(Left(FailureReason.AuthRejected))
+      opens.expectMessageType[Promise[Either[SessionFailure, Session]]].success(Left(SessionFailure.Refused(FailureReason.AuthRejected)))
       expectMove(Tunneling, Backoff)
       pass(500.millis)
       expectMove(Backoff, Discovering)

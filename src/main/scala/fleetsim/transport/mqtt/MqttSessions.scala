@@ -41,7 +41,7 @@ import scala.jdk.CollectionConverters.*
   */
 final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Option[Int => Future[MqttClientSslConfig]],
     sources: Option[SourceAddresses], connectTimeout: FiniteDuration, requestTimeout: FiniteDuration, devices: Int)(using ExecutionContext)
-    extends Tunnels:
+    extends Sessions:
   import MqttSessions.*
 
   /** Event loops of one thread each, so that device i's client is on loop `io.of(i)` ([[IoThreads]]). */
@@ -76,15 +76,14 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   /** Disconnects under way: the event loops stay up until they are done. */
   private val closing = ConcurrentHashMap.newKeySet[CompletableFuture[?]]()
 
-  def publicKey: Option[String] = None
-
-  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+  /** The device is who its number says in the profile's `mqtt` section: `login` and `offered` are not read. */
+  def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
     val identity = options.identity(device)
     tls.fold(Future.successful(None))(_(device).map(Some(_))).flatMap(ssl => connect(device, identity, ssl, pushed)).recover {
-      case e => Left(reason(e)) // a certificate that could not be issued or read
+      case e => Left(failure(e)) // a certificate that could not be issued or read
     }
 
-  private def connect(device: Int, identity: MqttIdentity, ssl: Option[MqttClientSslConfig], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
+  private def connect(device: Int, identity: MqttIdentity, ssl: Option[MqttClientSslConfig], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
     val lost = Promise[Done]()
     val connected = java.util.concurrent.atomic.AtomicBoolean(false)
     val builder = MqttClient.builder()
@@ -101,18 +100,18 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       .mqttConnectTimeout(requestTimeout.toMillis, TimeUnit.MILLISECONDS)
     sources.foreach(s => transport.localAddress(InetSocketAddress(s.of(device), 0)))
     transport.applyTransportConfig()
-    val session: Session =
-      if options.version == 5 then V5Session(builder.useMqttVersion5().buildAsync(), identity, pushed)
-      else V3Session(builder.useMqttVersion3().buildAsync(), identity, pushed)
+    val client: Client =
+      if options.version == 5 then V5Client(builder.useMqttVersion5().buildAsync(), identity, pushed)
+      else V3Client(builder.useMqttVersion3().buildAsync(), identity, pushed)
     // The connect and the subscribe each wait for the broker's answer: a SUBACK that never comes must not hold the device.
     val deadline = (connectTimeout + requestTimeout * 2).toMillis
-    session.connect().orTimeout(deadline, TimeUnit.MILLISECONDS).asScala.map { _ =>
+    client.connect().orTimeout(deadline, TimeUnit.MILLISECONDS).asScala.map { _ =>
       connected.set(true)
-      Right(MqttTunnel(session, lost.future, loop(io.of(device)))): Either[FailureReason, Tunnel]
-    }.recover { case e => disconnect(session); Left(reason(e)) }
+      Right(MqttSession(client, lost.future, loop(io.of(device)))): Either[SessionFailure, Session]
+    }.recover { case e => disconnect(client); Left(failure(e)) }
 
-  private def disconnect(session: Session): Unit =
-    val done = session.disconnect()
+  private def disconnect(client: Client): Unit =
+    val done = client.disconnect()
     closing.add(done)
     done.whenComplete((_, _) => closing.remove(done))
 
@@ -134,7 +133,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   /** One device's session: its publishes, at most `maxInFlight` not yet acknowledged (QoS 1) or
     * written (QoS 0) — the client would queue the rest without bound.
     */
-  private final class MqttTunnel(session: Session, val lost: Future[Done], eventLoop: EventLoop) extends Tunnel:
+  private final class MqttSession(client: Client, val lost: Future[Done], eventLoop: EventLoop) extends Session:
     private val inFlight = AtomicInteger()
 
     def send(device: Int, request: Request): Future[Reply] =
@@ -146,7 +145,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
         // On the device's event loop, where it sends and its PUBACK is read: setting and clearing the
         // deadline wakes no other thread (a CompletableFuture's timeout was its own thread's).
         val deadline = eventLoop.schedule((() => { reply.trySuccess(TimedOut); () }): Runnable, requestTimeout.toNanos, TimeUnit.NANOSECONDS)
-        session.publish(request).whenComplete { (_, error) =>
+        client.publish(request).whenComplete { (_, error) =>
           inFlight.decrementAndGet() // when the client is done with it, not at our deadline
           deadline.cancel(false)
           reply.trySuccess(if error == null then Delivered else Reply.Failed(reason(error)))
@@ -154,13 +153,13 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
         reply.future
 
     def close(): Future[Done] =
-      disconnect(session)
+      disconnect(client)
       Future.successful(Done)
 
   /** What the two protocol versions' clients have in common, as a session needs it. Their builders
     * share no types, so each version fills in the CONNECT and the SUBSCRIBE itself.
     */
-  private sealed abstract class Session(identity: MqttIdentity):
+  private sealed abstract class Client(identity: MqttIdentity):
     /** CONNECT, CONNACK, then SUBSCRIBE to the device's push topics. */
     def connect(): CompletableFuture[?] =
       connack().thenCompose[Any](_ => if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null) else subscribe().thenApply(a => a))
@@ -169,7 +168,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     def publish(request: Request): CompletableFuture[?]
     def disconnect(): CompletableFuture[?]
 
-  private final class V5Session(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session(identity):
+  private final class V5Client(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Client(identity):
     protected def connack(): CompletableFuture[?] =
       // Set before the CONNECT: a persistent session's queued pushes may come right after the CONNACK.
       client.publishes(MqttGlobalPublishFilter.SUBSCRIBED, p => pushed(Push(p.getTopic.toString, p.getPayloadAsBytes)))
@@ -195,7 +194,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
 
     def disconnect(): CompletableFuture[?] = client.disconnect()
 
-  private final class V3Session(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Session(identity):
+  private final class V3Client(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Client(identity):
     protected def connack(): CompletableFuture[?] =
       client.publishes(MqttGlobalPublishFilter.SUBSCRIBED, p => pushed(Push(p.getTopic.toString, p.getPayloadAsBytes)))
       val connect = client.connectWith()
@@ -235,6 +234,13 @@ object MqttSessions:
   def loopsFor(devices: Int, cores: Int): Int = ((devices + DevicesPerLoop - 1) / DevicesPerLoop).max(1).min(cores.max(1))
 
   private def qos(level: Int): MqttQos = if level == 0 then MqttQos.AT_MOST_ONCE else MqttQos.AT_LEAST_ONCE
+
+  /** Why a connect failed, as the device acts on it: credentials refused or not authorized, the
+    * broker does not admit it; anything else, it tries again.
+    */
+  private def failure(e: Throwable): SessionFailure = reason(e) match
+    case FailureReason.Unauthorized => SessionFailure.Refused(FailureReason.Unauthorized)
+    case other => SessionFailure.Failed(other)
 
   /** Why a connect or a publish failed, in a device's terms. */
   def reason(e: Throwable): FailureReason =

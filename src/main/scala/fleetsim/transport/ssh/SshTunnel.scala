@@ -11,12 +11,12 @@ import org.apache.sshd.common.util.net.SshdSocketAddress
 import scala.concurrent.{ExecutionContext, Future, Promise}
 import scala.util.{Failure, Success}
 
-/** A device's SSH session. Its calls travel as HTTP/1.1 over a direct-tcpip channel, as OpenSSH
+/** A device's SSH tunnel: its [[Session]]. Its calls travel as HTTP/1.1 over a direct-tcpip channel, as OpenSSH
   * local port forwarding would carry them, but with no local listener and no extra descriptor.
   */
 final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelining: Int, limits: ReplyLimits, deadlines: Deadlines)(using
     system: ActorSystem[?])
-    extends Tunnel:
+    extends Session:
   private given ExecutionContext = system.executionContext
   private val closed = Promise[Done]()
   session.addCloseFutureListener(_ => closed.trySuccess(Done))

@@ -5,7 +5,7 @@ import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.sshd.client.SshClient
 import org.apache.sshd.client.session.ClientSession
-import org.apache.sshd.common.config.keys.{KeyUtils, PublicKeyEntry}
+import org.apache.sshd.common.config.keys.KeyUtils
 import org.apache.sshd.common.util.net.SshdSocketAddress
 import org.apache.sshd.core.CoreModuleProperties
 
@@ -16,14 +16,15 @@ import scala.concurrent.duration.FiniteDuration
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.{Failure, Success, Try}
 
-/** One MINA SSHD client and I/O pool for the whole fleet, opening a session per device. The fleet
-  * makes at most `max-handshakes` at a time ([[fleetsim.transport.GatedTunnels]]).
+/** One MINA SSHD client and I/O pool for the whole fleet, opening a tunnel per device: the SSH
+  * kind's [[Sessions]]. The fleet makes at most `max-handshakes` at a time ([[fleetsim.transport.GatedSessions]]).
   *
   * @param target where tunnelled calls go, as the SSH server sees it (the controller's HTTP address)
   */
 final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: HttpSettings)(using
     system: ActorSystem[?])
-    extends Tunnels:
+    extends Sessions:
+  import SshTunnels.*
   private given ExecutionContext = system.executionContext
   private val deadlines = Deadlines(http.requestTimeout)
 
@@ -42,15 +43,14 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     c.start()
     c
 
-  val publicKey: Option[String] = Some(PublicKeyEntry.toString(settings.keys.getPublic))
-
-  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
-    settings.endpoint.orElse(offered.map(e => e.host -> e.port)) match
-      case None => Future.successful(Left(FailureReason.ProtocolError)) // nowhere to tunnel to
+  /** `offered`: the SSH server the controller named at join; `--controller-ssh` overrides it. */
+  def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
+    settings.endpoint.orElse(offered.collect { case e: SshEndpoint => e.host -> e.port }) match
+      case None => nowhere
       case Some((host, port)) => handshake(settings.user.getOrElse(login), host, port)
 
   /** Connect, check the host key, authenticate: all asynchronous, within the handshake timeout. */
-  private def handshake(user: String, host: String, port: Int): Future[Either[FailureReason, Tunnel]] =
+  private def handshake(user: String, host: String, port: Int): Future[Either[SessionFailure, Session]] =
     val connected = Try(client.connect(user, host, port)) match
       case Success(f) => SshStreams.completion(f)(f => if f.isConnected then Success(f.getSession) else Failure(f.getException))
       case Failure(e) => Future.failed(e)
@@ -63,16 +63,17 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
       authed.transform {
         case Success(s) => Success(Right(SshTunnel(s, target, http.pipelining, http.limits, deadlines)))
         case Failure(_) =>
-          val reason =
-            if session.getAttribute(HostKeys.Refused) != null then FailureReason.HostKeyRejected
-            else if session.isOpen && !session.isClosing then FailureReason.AuthRejected
-            else FailureReason.ProtocolError
+          // Credentials refused on a session still open: the server does not admit this device.
+          val failure =
+            if session.getAttribute(HostKeys.Refused) != null then SessionFailure.Failed(FailureReason.HostKeyRejected)
+            else if session.isOpen && !session.isClosing then SessionFailure.Refused(FailureReason.AuthRejected)
+            else SessionFailure.Failed(FailureReason.ProtocolError)
           session.close(true)
-          Success(Left(reason))
+          Success(Left(failure))
       }
-    }.recover { case _ => Left(FailureReason.ConnectFailed) }
-    Replies.orElse(settings.handshakeTimeout, Left(FailureReason.TimedOut))(tunnel).map { result =>
-      if result == Left(FailureReason.TimedOut) then tunnel.foreach(_.foreach(_.close())) // should it still arrive
+    }.recover { case _ => connectFailed }
+    Replies.orElse(settings.handshakeTimeout, timedOut)(tunnel).map { result =>
+      if result == timedOut then tunnel.foreach(_.foreach(_.close())) // should it still arrive
       result
     }
 
@@ -81,3 +82,8 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     SshStreams.completion(client.close(false))(_ => Success(Done))
 
   private def millis(d: FiniteDuration) = JDuration.ofMillis(d.toMillis)
+
+object SshTunnels:
+  private val nowhere: Future[Either[SessionFailure, Session]] = Future.successful(Left(SessionFailure.Failed(FailureReason.ProtocolError))) // nowhere to tunnel to
+  private val connectFailed: Either[SessionFailure, Session] = Left(SessionFailure.Failed(FailureReason.ConnectFailed))
+  private val timedOut: Either[SessionFailure, Session] = Left(SessionFailure.Failed(FailureReason.TimedOut))

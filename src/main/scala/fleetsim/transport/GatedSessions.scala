@@ -9,17 +9,17 @@ import scala.concurrent.ExecutionContext.parasitic
 import scala.concurrent.{Future, Promise}
 import scala.util.Success
 
-/** Tunnels opened at most `limit` at a time in this process; the other devices wait their turn, in
+/** Sessions opened at most `limit` at a time in this process; the other devices wait their turn, in
   * the order they asked. A fleet then never storms a server with more handshakes than it takes at
   * once: OpenSSH's MaxStartups starts dropping at 10, and a broker making TLS handshakes on one
   * thread falls behind a fast ramp until the connects piled up on it time out, back off and come
-  * again (BENCHMARKS.md, "MQTT connects in progress, bounded"). Wrap it around the metered tunnels,
+  * again (BENCHMARKS.md, "MQTT connects in progress, bounded"). Wrap it around the metered sessions,
   * so that a connect's time is the server's, not the wait for a turn.
   */
-final class GatedTunnels(inner: Tunnels, limit: Int)(using system: ActorSystem[?]) extends Tunnels:
-  require(limit >= 1, s"at least one tunnel must be allowed to open (got $limit)")
+final class GatedSessions(inner: Sessions, limit: Int)(using system: ActorSystem[?]) extends Sessions:
+  require(limit >= 1, s"at least one session must be allowed to open (got $limit)")
 
-  // A device asks for one tunnel at a time, so the queue never holds more than this process's
+  // A device asks for one session at a time, so the queue never holds more than this process's
   // devices; past its bound (more than the descriptors allow anyway) an open fails as overloaded.
   private val gate = Source
     .queue[() => Future[Unit]](1 << 16)
@@ -27,18 +27,19 @@ final class GatedTunnels(inner: Tunnels, limit: Int)(using system: ActorSystem[?
     .to(Sink.ignore)
     .run()
 
-  def publicKey: Option[String] = inner.publicKey
-
-  def open(device: Int, login: String, offered: Option[SshEndpoint], pushed: Push => Unit): Future[Either[FailureReason, Tunnel]] =
-    val result = Promise[Either[FailureReason, Tunnel]]()
+  def open(device: Int, login: String, offered: Option[SessionOffer], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
+    val result = Promise[Either[SessionFailure, Session]]()
     val turn = () =>
       // delegate: an open that throws fails its own result, never the gate.
       result.completeWith(Future.delegate(inner.open(device, login, offered, pushed))(using parasitic))
       result.future.transform(_ => Success(()))(using parasitic)
     gate.offer(turn) match
       case QueueOfferResult.Enqueued => result.future
-      case _ => Future.successful(Left(FailureReason.Overloaded))
+      case _ => GatedSessions.overloaded
 
   def close(): Future[Done] =
     gate.complete()
     inner.close()
+
+object GatedSessions:
+  private val overloaded: Future[Either[SessionFailure, Session]] = Future.successful(Left(SessionFailure.Failed(FailureReason.Overloaded)))
