@@ -29,6 +29,8 @@ object RunCommand:
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
+  /** The run was stopped through its control ([[fleetsim.control.RunControl.stop]]): it has its summary already. */
+  private case object Finished extends CoordinatedShutdown.Reason
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("run", Flags, args) match
@@ -96,6 +98,7 @@ object RunCommand:
     }
     // Only once the summary is sure to be written on the way out.
     fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
+    run.finished.onComplete(_ => shutdown.run(Finished))(using io)
     Await.result(system.whenTerminated, Duration.Inf)
     if interrupts.get > 0 then 130 else 0 // as a shell reports a program Ctrl-C ended
 

@@ -299,8 +299,8 @@ final case class MetricsSnapshot(
     val q = quiet
     q.copy(byState = Map.empty, byKind = q.byKind.map((k, v) => k -> v.copy(inFlight = 0)), tunnels = q.tunnels.copy(up = 0))
 
-  /** Devices running, in any state. */
-  def devices: Long = byState.values.sum
+  /** Devices in the fleet, in any state but Off. */
+  def devices: Long = byState.iterator.collect { case (state, n) if state != DeviceState.Off => n }.sum
 
   def +(o: MetricsSnapshot): MetricsSnapshot =
     MetricsSnapshot(sum(byState, o.byState), byKind.map((k, v) => k -> o.byKind.get(k).fold(v)(v + _)), tunnels + o.tunnels,

@@ -1,5 +1,6 @@
 package fleetsim.run
 
+import fleetsim.control.{RunAction, RunControl}
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
@@ -21,7 +22,7 @@ import scala.concurrent.{ExecutionContext, Future, Promise}
 /** One run wired together: the embedded controller (unless pointed elsewhere), the devices (in this
   * process, or on a cluster's nodes), a sample every second (to the time-series file, the dashboard
   * and whoever else listens), and summary.json and report.html at the end. The CLI and the
-  * end-to-end tests both use it.
+  * end-to-end tests both use it, and what changes it while it runs goes through its [[RunControl]].
   */
 final class FleetRun private (
     val settings: RunSettings,
@@ -29,7 +30,7 @@ final class FleetRun private (
     val controller: Option[Controller],
     val controllerUrl: String, // as shown and written: credentials redacted
     val dashboard: Option[Dashboard],
-    startedAt: Instant)(using system: ActorSystem[?]):
+    startedAt: Instant)(using system: ActorSystem[?]) extends RunControl:
   private given ExecutionContext = system.executionContext
   private val process = ProcessWatch()
   private val sampler = Sampler(settings.profile.kinds, process, settings.fleet.devices, settings.transport)
@@ -37,6 +38,11 @@ final class FleetRun private (
   @volatile private var outputs: List[Output] = Timeseries.create(settings.resultsDir) :: dashboard.toList ::: List(ResultFiles(settings.resultsDir))
   @volatile private var finishing: Option[Future[Summary]] = None
   @volatile private var hurried = false
+  @volatile private var wanted = settings.fleet.devices
+  private val ended = Promise[Summary]()
+
+  /** The summary, once the run has finished, whoever finished it: the CLI ends the process then. */
+  def finished: Future[Summary] = ended.future
 
   /** A run in one process: its devices' figures, live. */
   def metrics: FleetMetrics = devices match
@@ -52,12 +58,32 @@ final class FleetRun private (
   private def tick(): Unit =
     if sampling.compareAndSet(false, true) then
       devices.snapshot().map { snapshot =>
-        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes))
+        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes), wanted)
         outputs.foreach(_.sample(sample))
       }(using io).onComplete(_ => sampling.set(false))
 
   /** Gives `output` every sample from now on, and the summary at the end (the status line, say). */
   def add(output: Output): Unit = synchronized { outputs = outputs :+ output }
+
+  // ---- control ----
+
+  def planned: Int = settings.fleet.devices
+  def target: Int = wanted
+
+  def resize(count: Int): Either[String, Int] = synchronized {
+    if count < 0 || count > planned then
+      Left(s"a fleet planned for $planned devices can be resized to 0 to $planned, not $count: start it with --devices $count to go higher")
+    else if finishing.isDefined then Left("the run is finishing")
+    else
+      wanted = count
+      devices.resize(count)
+      Right(count)
+  }
+
+  def act(action: RunAction): Future[Long] = action match
+    case RunAction.RestartStopped => Future.successful(devices.restartStopped())
+
+  def stop(reason: String): Future[Summary] = finish(reason)
 
   /** Stops the devices sending, waits for the calls in flight to be answered, folds the figures into
     * a summary, writes summary.json and report.html, and stops the devices. Called once per run;
@@ -89,6 +115,7 @@ final class FleetRun private (
         _ <- controller.fold(Future.successful(Done))(_.stop())
       yield summary
       finishing = Some(closed)
+      ended.completeWith(done)
       closed
     }
   }
@@ -124,19 +151,21 @@ object FleetRun:
     val embedded =
       if !settings.embedded then Future.successful(None)
       else Controller.start(settings.controller, ssh = settings.ssh.isDefined, mqtt = mqtt).map(Some(_))
-    val devices = Promise[FleetDevices]() // the dashboard starts before them
+    val control = Promise[RunControl]() // the dashboard starts before the run it controls
     val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
       case Some(prometheus) =>
-        Dashboard.start(settings.dashboard, settings.described, prometheus, () => devices.future.map(_.restartStopped())).map(Some(_))
+        Dashboard.start(settings.dashboard, settings.described, prometheus, control.future).map(Some(_))
       case None => Future.successful(None)
-    for
+    val started = for
       controller <- embedded
       board <- dashboard
       // MQTT devices call the broker; the others the controller.
       url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      placed <- devices.completeWith(place(url, controller, exporters.registry)).future
+      placed <- place(url, controller, exporters.registry)
     yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)
+    control.completeWith(started)
+    started
 
   private def inProcess(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Placement = (url, controller, registry) =>
     given ExecutionContext = system.executionContext

@@ -74,6 +74,20 @@ class ClusterSpec extends AnyWordSpec with Eventually:
         }
         Browser.screenshot(driver, "dashboard-cluster.png")
       }
+      // Resized through the dashboard's control: devices 2,500 up power off on whichever node runs
+      // them, and on again.
+      def byState(state: String) = Scrape.from(metricsUrl).series.collect {
+        case (series, value) if series.startsWith("fleetsim_devices{") && series.contains(s"state=\"$state\"") => value
+      }.sum
+      def resize(devices: Int) =
+        val request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(metricsUrl.stripSuffix("metrics") + "api/devices/target"))
+          .POST(java.net.http.HttpRequest.BodyPublishers.ofString(s"""{"devices": $devices}""")).build()
+        val reply = java.net.http.HttpClient.newHttpClient().send(request, java.net.http.HttpResponse.BodyHandlers.ofString())
+        assert(reply.statusCode == 202, reply.body)
+      resize(2500)
+      eventually(timeout(Span(30, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 500 && byState("Reporting") == 2500))
+      resize(3000)
+      eventually(timeout(Span(60, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 0 && byState("Reporting") == 3000))
       val summary = stop(run, results)
       assert(summary.devices.byState("Reporting") == 3000, run.output)
       val nodes = summary.cluster.get.nodes
