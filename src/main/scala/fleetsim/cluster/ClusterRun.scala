@@ -129,7 +129,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
       val silent = byNode -- answered.keySet
       lost ++= silent.keySet -- members
       byNode = answered ++ silent.map((node, s) => node -> (if members(node) then s.quiet else s.lost))
-      answered.keys.foreach(meters.add)
+      answered.foreach(meters.add)
       byNode.values.foldLeft(zero)(_ + _)
 
   def quiesce(): Future[Done] = everyNode(NodeAgent.Quiesce(plan.id, _))

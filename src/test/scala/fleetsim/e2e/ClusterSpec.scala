@@ -167,7 +167,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       val counts = java.net.http.HttpClient.newHttpClient().send(
         java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray()).body
       import fleetsim.controller.ControllerRoutes.given
-      val controller = com.github.plokhotnyuk.jsoniter_scala.core.readFromArray[fleetsim.controller.ControllerCounts](counts)
+      val controller = com.github.plokhotnyuk.jsoniter_scala.core.readFromArray[fleetsim.metrics.ControllerCounts](counts)
       reconciles(summary.messages, controller.received)
       assert(controller.tunnelled("heartbeat") == controller.received("heartbeat")) // every heartbeat through a gateway's tunnel
     }
