@@ -5,7 +5,8 @@
 # (`controller --tls --client-certs-required`, the JDK's TLS) and `openssl s_server` with the same
 # certificates, which shows what the fleet's side does when the server is not the limit. Also:
 # client certificates issued a second (EC P-256, as --client-ca issues them), on one thread. Each in
-# TLS 1.3 and in TLS 1.2 (--tls-version), whose resumption needs no new key exchange.
+# TLS 1.3 and in TLS 1.2 (--tls-version), whose resumption needs no new key exchange. Appends a table
+# to bench/history/DATE-tls-handshakes.md.
 #   bench/tls-handshakes.sh        THREADS (default 4) clients, SECONDS_EACH (default 20) a mode,
 #                                  after 15 s of warm-up a mode
 set -euo pipefail
@@ -21,6 +22,8 @@ trap 'kill $controller ${sserver:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$work/controller.log" && break; sleep 0.2; done
 port=$(grep -o 'https://127.0.0.1:[0-9]*' "$work/controller.log" | head -1 | sed 's/.*://')
 tls="$work/state/tls"
+history="$here/bench/history/$(date -u +%Y-%m-%d)-tls-handshakes.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
   echo "### TLS handshakes a second, client certificates required — $(date -u +%Y-%m-%d)"
@@ -44,4 +47,5 @@ tls="$work/state/tls"
         | grep '^|\|failed' || { cat "$work/$server.err" >&2; exit 1; }
     done
   done
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2

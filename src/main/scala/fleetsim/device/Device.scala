@@ -396,8 +396,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     registers(Registers.dueAt(i)) = scheduleNext(i, registers(Registers.dueAt(i)))
     registers(Registers.seq(i)) += 1
     // With no failure in a row to clear, Ok replies that keep nothing change nothing: they stay on the
-    // transport's thread instead of waking the device, a thread switch a publish (BENCHMARKS.md,
-    // "Where an MQTT publish's CPU goes, after two fewer thread crossings").
+    // transport's thread instead of waking the device, a thread switch a publish
+    // (bench/history/2026-11-23-mqtt-cpu-thread-crossings.md).
     if shared.keepsNothing(i) && registers(Registers.failures(i)) == 0 then
       message.calls.foreach(call => send(channelFor(call), call, quiet = true))
       if current == Reporting then update() // what their Ok replies would do

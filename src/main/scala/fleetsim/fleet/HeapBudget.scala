@@ -9,9 +9,9 @@ object HeapBudget:
   /** The least a fleet runs in besides its devices (ScaleSpec runs 200 devices in 64 MiB). */
   private val Floor: Long = 32L << 20
 
-  /** Live heap a device holds, by what it keeps open (BENCHMARKS.md): on shared plain connections
-    * under 1 KB; a connection of its own costs it the stream stages, and with TLS the engine's
-    * buffers; an SSH session or an MQTT client more.
+  /** Live heap a device holds, by what it keeps open (BENCHMARKS.md, "Heap per device"): on shared
+    * plain connections under 1 KB; a connection of its own costs it the stream stages, and with TLS
+    * the engine's buffers; an SSH session or an MQTT client more.
     */
   def perDevice(transport: String, tls: Boolean, ownConnection: Boolean): Long = transport match
     case "ssh" => 100_000

@@ -72,7 +72,7 @@ object FleetParts:
     val http = holding.fold(direct)(HeldBack.transport(direct, _))
     val tunnels = sshTunnels.orElse(mqttSessions.map(gated(_, settings.maxConnects)))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
-    // MQTT devices run, and their wheels tick, on their sessions' event loops (BENCHMARKS.md, "MQTT devices on their connections' event loop").
+    // MQTT devices run, and their wheels tick, on their sessions' event loops (bench/history/2026-11-23-mqtt-cpu-event-loops.md).
     val io = mqttSessions.map(_.io)
     val wheel = TimingWheel(on = io)
     val dispatchers = io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
