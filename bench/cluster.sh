@@ -105,7 +105,7 @@ if [ "$mode" = ssh ]; then
   mkdir -p "$(dirname "$history")"
   {
     echo
-    echo "### Cluster: an SSH fleet over three nodes, its tunnels served by two SSH gateways — $(date -u +%Y-%m-%d)"
+    echo "### Cluster: an SSH fleet over three nodes, its tunnels served by two SSH gateways — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
     echo
     echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), ulimit -n $(ulimit -n); every process on this one machine, on loopback."
     echo "Controller: \`java -Xmx2g -jar target/fleetsim.jar controller --ssh-gateways G1,G2 --heartbeat-interval 30s --stats-interval 300s\`; gateways: \`java -Xmx2g -jar target/fleetsim.jar ssh-gateway --controller URL --ssh-port G\`;"
@@ -210,7 +210,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-cluster.md" # a day's runs of 
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### Cluster: one fleet over 1, 2 and 3 nodes against one process — $(date -u +%Y-%m-%d)"
+  echo "### Cluster: one fleet over 1, 2 and 3 nodes against one process — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1); every process on this one machine, on loopback."
   echo "Controller: \`java -Xmx4g -jar target/fleetsim.jar controller --port 0 --heartbeat-interval 20s --stats-interval 60s\`. Nodes: \`java -Xmx2g -jar target/fleetsim.jar node --cluster-port P --seed-nodes 127.0.0.1:FIRST\`."

@@ -39,7 +39,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-http-fleet-embedded.md" # a da
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### HTTP fleet, embedded controller — $(date -u +%Y-%m-%d)"
+  echo "### HTTP fleet, embedded controller — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1). Each row:"
   echo "\`./fleetsim run --devices N --duration $duration --heartbeat-interval $heartbeat --stats-interval $stats --ramp-rate $ramp\`"

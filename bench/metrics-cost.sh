@@ -46,7 +46,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-metrics-cost.md" # a day's run
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### Cost of metrics: dashboard + Prometheus on vs off — $(date -u +%Y-%m-%d)"
+  echo "### Cost of metrics: dashboard + Prometheus on vs off — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1). Each run:"
   echo "\`./fleetsim run --devices $devices --duration $duration --heartbeat-interval $heartbeat --stats-interval 10s --ramp-rate 2000 --dashboard on|off\`"

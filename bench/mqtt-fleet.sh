@@ -103,7 +103,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-mqtt-fleet.md" # a day's runs 
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d)"
+  echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), max-connects ${FLEETSIM_MAX_CONNECTS:-at its default}, $steady s of steady state from $settle s after the ramp; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = from the device's turn to its SUBACK (TCP and TLS included); connects/s: the busiest second's devices connected; lateness: median and worst of the per-second p99 in the window."
   echo

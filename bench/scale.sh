@@ -96,7 +96,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-scale-$([ "$tls" = off ] && ec
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### Scale: HTTP fleets against the controller in its own process$([ "$tls" = off ] || echo ", over TLS") — $(date -u +%Y-%m-%d)"
+  echo "### Scale: HTTP fleets against the controller in its own process$([ "$tls" = off ] || echo ", over TLS") — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), G1 with -XX:MaxGCPauseMillis=50 and the heap from the launcher."
   echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"

@@ -66,7 +66,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-ssh-fleet.md" # a day's runs o
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### SSH fleet, controller in its own process — $(date -u +%Y-%m-%d)"
+  echo "### SSH fleet, controller in its own process — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), ulimit -n $(ulimit -n)."
   echo "Controller: \`./fleetsim controller --port 0 --ssh-port 0 --heartbeat-interval $heartbeat --stats-interval $stats\`; each row:"

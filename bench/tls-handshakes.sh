@@ -26,7 +26,7 @@ history="$here/bench/history/$(date -u +%Y-%m-%d)-tls-handshakes.md" # a day's r
 mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### TLS handshakes a second, client certificates required — $(date -u +%Y-%m-%d)"
+  echo "### TLS handshakes a second, client certificates required — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(java -version 2>&1 | head -1), $(openssl version | cut -d' ' -f1-2). \`bench/tls-handshakes.sh\`: $threads client threads (\`bench/TlsHandshakes.java\`, JDK SSLSocket, EC P-256 client certificate) for ${seconds} s a mode after 15 s of warm-up, against each server in its own process on this machine; client CPU = the client threads' CPU time / handshakes; server CPU = the server process's user + system time / handshakes."
   echo
