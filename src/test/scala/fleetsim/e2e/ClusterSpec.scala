@@ -16,9 +16,13 @@ import scala.jdk.CollectionConverters.*
   * `fleetsim run --cluster` in another JVM, as a user starts them.
   */
 class ClusterSpec extends AnyWordSpec with Eventually:
-  /** A child JVM running fleetsim; its output lines are kept for the test to wait on. */
+  /** A child JVM running fleetsim; its output lines are kept for the test to wait on. Up to seven of
+    * them at once (three nodes, the runner, a controller, two gateways), at a lower priority than
+    * other processes: on two cores, beside another suite, they took its CPU long enough that its
+    * calls timed out (2 s); they take what it leaves, and it is mostly waiting.
+    */
   private final class Child(heap: String, val args: String*):
-    val process: Process = ProcessBuilder(ChildJvm.command(heap, args).asJava)
+    val process: Process = ProcessBuilder(ChildJvm.command(heap, args, niceness = 10).asJava)
       .redirectErrorStream(true).start()
     private val out = Output(process.getInputStream)
     def output: String = out.text
