@@ -245,7 +245,8 @@ class ClusterSpec extends AnyWordSpec with Eventually:
     "refuse the run before it starts, in one line with the numbers" in {
       val port = freePort()
       child("node", "--cluster-port", port.toString).awaitLine("fleetsim: node")
-      val run = child("run", "--cluster", s"127.0.0.1:$port", "--devices", "1000000", "--dashboard", "off")
+      val run = child("run", "--cluster", s"127.0.0.1:$port", "--devices", "1000000", "--dashboard", "off",
+        "--results", Files.createTempDirectory("fleetsim-cluster").toString) // not ./results, where the suites beside it run
       assert(run.exit(60) == 1, run.output)
       val refusal = run.output.linesIterator.find(_.startsWith("fleetsim: node ")).getOrElse(fail(run.output))
       assert(refusal.contains("refused the run") && refusal.contains("heap") && refusal.contains("1000000"), refusal)
