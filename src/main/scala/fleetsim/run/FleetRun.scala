@@ -4,7 +4,7 @@ import fleetsim.control.{RunAction, RunControl}
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.report.{Output, Report, ResultFiles, RunInfo, Summary, Timeseries}
+import fleetsim.report.{Output, Report, RunInfo, RunStart, Summary}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -14,8 +14,10 @@ import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.pekko.pattern.after
 import org.apache.pekko.util.Timeout
 
+import java.io.PrintStream
 import java.nio.file.Files
 import java.time.Instant
+import scala.collection.immutable.ListMap
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future, Promise}
 
@@ -29,13 +31,13 @@ final class FleetRun private (
     val devices: FleetDevices,
     val controller: Option[Controller],
     val controllerUrl: String, // as shown and written: credentials redacted
-    val dashboard: Option[Dashboard],
+    made: ListMap[String, Output],
     startedAt: Instant)(using system: ActorSystem[?]) extends RunControl:
   private given ExecutionContext = system.executionContext
   private val process = ProcessWatch()
   private val sampler = Sampler(settings.profile.kinds, process, settings.fleet.devices, settings.transport)
-  /** Where each sample and the summary go, in order: the time series before the report that reads it. */
-  @volatile private var outputs: List[Output] = Timeseries.create(settings.resultsDir) :: dashboard.toList ::: List(ResultFiles(settings.resultsDir))
+  /** Where the start, each sample and the summary go, by name, in order ([[Outputs]]). */
+  @volatile private var outputs: ListMap[String, Output] = made
   @volatile private var finishing: Option[Future[Summary]] = None
   @volatile private var hurried = false
   @volatile private var wanted = settings.fleet.devices
@@ -44,12 +46,25 @@ final class FleetRun private (
   /** The summary, once the run has finished, whoever finished it: the CLI ends the process then. */
   def finished: Future[Summary] = ended.future
 
+  /** The live dashboard, when the run has one. */
+  def dashboard: Option[Dashboard] = made.values.collectFirst { case d: Dashboard => d }
+
   /** A run in one process: its devices' figures, live. */
   def metrics: FleetMetrics = devices match
     case local: LocalDevices => local.parts.metrics
     case _ => throw UnsupportedOperationException("a cluster run's figures are its nodes': listen to its samples")
 
   private val io = system.dispatchers.lookup(DispatcherSelector.blocking()) // the file and the console block
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[FleetRun])
+  each(_.start(RunStart(settings.fleet.devices, settings.transport, controllerUrl, settings.fleet.rampRate, settings.fleet.duration,
+    settings.resultsDir, servers)))
+
+  /** The servers the run started, as the console names them. */
+  private def servers: Seq[String] =
+    dashboard.map(d => s"dashboard on ${d.url} (Prometheus: ${d.url}metrics)").toSeq ++ controller.map { c =>
+      val ssh = c.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
+      s"reference controller on ${c.url}$ssh (admin API under /admin)"
+    }
   private val sampling = java.util.concurrent.atomic.AtomicBoolean(false)
   private val ticker: Cancellable =
     system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => tick())(using io)
@@ -59,11 +74,17 @@ final class FleetRun private (
     if sampling.compareAndSet(false, true) then
       devices.snapshot().map { snapshot =>
         val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes), wanted)
-        outputs.foreach(_.sample(sample))
+        each(_.sample(sample))
       }(using io).onComplete(_ => sampling.set(false))
 
-  /** Gives `output` every sample from now on, and the summary at the end (the status line, say). */
-  def add(output: Output): Unit = synchronized { outputs = outputs :+ output }
+  /** Gives `output` every sample from now on, and the summary at the end. */
+  def add(name: String, output: Output): Unit = synchronized { outputs = outputs.updated(name, output) }
+
+  /** Tells every output, in order; one that fails is named in the log, and the others are still told. */
+  private def each(tell: Output => Unit): Unit =
+    for (name, output) <- outputs do
+      try tell(output)
+      catch case scala.util.control.NonFatal(e) => log.warn("output {} failed: {}", name, e.toString)
 
   // ---- control ----
 
@@ -104,7 +125,7 @@ final class FleetRun private (
           stopReason, controllerUrl, controller.isDefined, settings.transport, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
           process.sample(), controller.map(_.counts), cluster)
-        outputs.foreach(_.finish(summary))
+        each(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over
       // a cluster can outlast the shutdown's time for this phase, and results must not be lost.
@@ -136,12 +157,12 @@ object FleetRun:
     */
   type Placement = (Uri, Option[Controller], io.micrometer.core.instrument.MeterRegistry) => Future[FleetDevices]
 
-  /** A run with its devices in this process. */
-  def start(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
-    start(settings, inProcess(settings))
+  /** A run with its devices in this process; `console` prints its start, status line and summary. */
+  def start(settings: RunSettings, console: Option[PrintStream] = None)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
+    start(settings, inProcess(settings), console)
 
   /** A run with its devices where `place` puts them. */
-  def start(settings: RunSettings, place: Placement)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
+  def start(settings: RunSettings, place: Placement, console: Option[PrintStream])(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
     given ExecutionContext = system.executionContext
     Files.createDirectories(settings.resultsDir)
     Files.writeString(settings.resultsDir.resolve(Report.ConfigFile), settings.described)
@@ -152,18 +173,15 @@ object FleetRun:
       if !settings.embedded then Future.successful(None)
       else Controller.start(settings.controller, ssh = settings.ssh.isDefined, mqtt = mqtt).map(Some(_))
     val control = Promise[RunControl]() // the dashboard starts before the run it controls
-    val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
-      case Some(prometheus) =>
-        Dashboard.start(settings.dashboard, settings.described, prometheus, control.future).map(Some(_))
-      case None => Future.successful(None)
+    val outputs = Outputs.make(Outputs.Wiring(settings, exporters.prometheus, control.future, console))
     val started = for
       controller <- embedded
-      board <- dashboard
+      made <- outputs
       // MQTT devices call the broker; the others the controller.
       url = Uri(if mqtt then settings.broker.orElse(controller.flatMap(_.mqtt).map(_.url)).get else settings.controllerUrl.orElse(controller.map(_.url)).get)
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
       placed <- place(url, controller, exporters.registry)
-    yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)
+    yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), made, Instant.now)
     control.completeWith(started)
     started
 
