@@ -5,7 +5,8 @@
 # `run --cluster`. For each: live heap per device of every fleet process (after a full GC, in steady
 # state), CPU per delivered message (user + system seconds of the fleet processes over a steady
 # window / messages delivered in it), the runner's CPU, and when all devices were Reporting. The
-# last row kills one of its nodes (kill -9) and times the re-homing. Appends a table to BENCHMARKS.md.
+# last row kills one of its nodes (kill -9) and times the re-homing. Appends a table to
+# bench/history/DATE-cluster.md.
 #   bench/cluster.sh            rows: 1 process × D, 1 process × 3D, 1/2/3 nodes × 3D, 3 nodes × 9D (D = DEVICES, default 10000)
 # Settings: DEVICES; WINDOW (steady window in seconds, default 60); SETTLE (seconds after all Reporting, default 40).
 #
@@ -15,7 +16,7 @@
 # controller: how long until all are Reporting, the tunnels up at the end, the spread, and every call
 # the devices counted delivered received by the controller, every heartbeat through a gateway's
 # tunnel. 7-9 minutes here (it was ClusterSpec's, with 24,000; the suite keeps a smaller one under a
-# lowered budget). Appends a table to BENCHMARKS.md.
+# lowered budget). Appends a table to bench/history/DATE-cluster-ssh.md.
 #   bench/cluster.sh ssh [TUNNELS...]   default: 24000
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -100,9 +101,11 @@ PY
 if [ "$mode" = ssh ]; then
   rows=()
   for n in "${tunnel_sizes[@]}"; do ssh_bench "$n"; done
+  history="$here/bench/history/$(date -u +%Y-%m-%d)-cluster-ssh.md" # a day's runs of it, newest last
+  mkdir -p "$(dirname "$history")"
   {
     echo
-    echo "### Cluster: an SSH fleet over three nodes, its tunnels served by two SSH gateways — $(date -u +%Y-%m-%d)"
+    echo "### Cluster: an SSH fleet over three nodes, its tunnels served by two SSH gateways — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
     echo
     echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), ulimit -n $(ulimit -n); every process on this one machine, on loopback."
     echo "Controller: \`java -Xmx2g -jar target/fleetsim.jar controller --ssh-gateways G1,G2 --heartbeat-interval 30s --stats-interval 300s\`; gateways: \`java -Xmx2g -jar target/fleetsim.jar ssh-gateway --controller URL --ssh-port G\`;"
@@ -113,7 +116,8 @@ if [ "$mode" = ssh ]; then
     echo "| tunnels | Reporting at end | tunnels up at end | devices by node | open files by node | all Reporting after | handshake p50 / p99 ms | heartbeats ok | heartbeats failed | re-tunnels | delivered = received | heartbeats through a gateway |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
-  } | tee -a "$here/BENCHMARKS.md"
+  } | tee -a "$history"
+  echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2
   rm -rf "$work"
   exit 0
 fi
@@ -202,9 +206,11 @@ print(line("each of 3 nodes", heaps(f"nodes3-{3 * d}"), heaps(f"nodes3-{9 * d}")
 PY
 )
 
+history="$here/bench/history/$(date -u +%Y-%m-%d)-cluster.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### Cluster: one fleet over 1, 2 and 3 nodes against one process — $(date -u +%Y-%m-%d)"
+  echo "### Cluster: one fleet over 1, 2 and 3 nodes against one process — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1); every process on this one machine, on loopback."
   echo "Controller: \`java -Xmx4g -jar target/fleetsim.jar controller --port 0 --heartbeat-interval 20s --stats-interval 60s\`. Nodes: \`java -Xmx2g -jar target/fleetsim.jar node --cluster-port P --seed-nodes 127.0.0.1:FIRST\`."
@@ -217,5 +223,6 @@ PY
   echo
   echo "Heap a device costs, apart from what a process holds with none (from the rows of $d and $((3 * d)) devices a process):"
   echo "$slopes"
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2
 rm -rf "$work"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: HTTP fleets against the embedded controller at several sizes, recording peak threads,
-# peak heap and messages per second. Appends a table to BENCHMARKS.md.
+# peak heap and messages per second. Appends a table to bench/history/DATE-http-fleet-embedded.md.
 #   bench/http-fleet.sh [SIZES...]     default: 100 1000 10000
 # Settings: DURATION (default 60s), HEARTBEAT (2s), STATS (10s), RAMP (2000/s).
 set -euo pipefail
@@ -35,9 +35,11 @@ PY
 )")
 done
 
+history="$here/bench/history/$(date -u +%Y-%m-%d)-http-fleet-embedded.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### HTTP fleet, embedded controller — $(date -u +%Y-%m-%d)"
+  echo "### HTTP fleet, embedded controller — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1). Each row:"
   echo "\`./fleetsim run --devices N --duration $duration --heartbeat-interval $heartbeat --stats-interval $stats --ramp-rate $ramp\`"
@@ -46,5 +48,6 @@ done
   echo "| devices | Reporting at end | peak threads | peak heap MiB | messages/s (ok) | failed | heartbeat p50 / p99 ms |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2
 rm -rf "$work"

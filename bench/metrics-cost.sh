@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: what metrics cost. The same 10,000-device HTTP run with the dashboard and Prometheus
 # on, and with the dashboard off and no exporter (only the in-process figures summary.json needs),
-# alternated ROUNDS times; records messages/s, CPU seconds and peak heap, medians, into BENCHMARKS.md.
+# alternated ROUNDS times; records messages/s, CPU seconds and peak heap, medians, in
+# bench/history/DATE-metrics-cost.md.
 #   bench/metrics-cost.sh     settings: DEVICES (10000), DURATION (60s), HEARTBEAT (2s), ROUNDS (3)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,9 +42,11 @@ for round in $(seq "$rounds"); do
   done
 done
 
+history="$here/bench/history/$(date -u +%Y-%m-%d)-metrics-cost.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### Cost of metrics: dashboard + Prometheus on vs off — $(date -u +%Y-%m-%d)"
+  echo "### Cost of metrics: dashboard + Prometheus on vs off — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1). Each run:"
   echo "\`./fleetsim run --devices $devices --duration $duration --heartbeat-interval $heartbeat --stats-interval 10s --ramp-rate 2000 --dashboard on|off\`"
@@ -62,5 +65,6 @@ on, off = med["on"][0], med["off"][0]
 print(f"\nMessages/s with metrics on are {100 * (on - off) / off:+.1f}% against off (target: within 5%). All rounds: " +
       ", ".join(f"{r[0]} {r[1]}/s {r[2]} s" for r in rows) + ".")
 PY
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2
 rm -rf "$work"

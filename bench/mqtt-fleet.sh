@@ -2,7 +2,7 @@
 # Benchmark: MQTT fleets (the iot-mqtt profile, telemetry every INTERVAL at QoS 1) against mosquitto
 # in its own process on 127.0.0.1, plain and over TLS: for each size, threads, live heap and RSS per
 # device, CPU per publish in steady state, connect time, connects a second (the busiest second of the
-# ramp), time until all connected, and lateness. Appends to BENCHMARKS.md. The same workload from a
+# ramp), time until all connected, and lateness. Appends to bench/history/DATE-mqtt-fleet.md. The same workload from a
 # peer tool, side by side, is bench/mqtt-cpu-threads.sh's.
 #   bench/mqtt-fleet.sh [SIZES...]     default: 1000 10000 19000
 # Settings: STEADY seconds (default 60), SETTLE (seconds from the ramp's end to the steady window, 30),
@@ -99,13 +99,16 @@ rows=()
 for n in "${plain_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtt://127.0.0.1:$plain" plain "$ramp")"); done
 for n in "${tls_sizes[@]}"; do rows+=("$(fleet_row "$n" "mqtts://127.0.0.1:$tls" tls "$tls_ramp")"); done
 
+history="$here/bench/history/$(date -u +%Y-%m-%d)-mqtt-fleet.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d)"
+  echo "### MQTT fleets against mosquitto in its own process — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), $(mosquitto -h | head -1). \`bench/mqtt-fleet.sh ${sizes[*]}\`: the iot-mqtt profile, telemetry every $interval at QoS 1 (about 150 bytes), ramp $ramp devices/s ($tls_ramp over TLS), max-connects ${FLEETSIM_MAX_CONNECTS:-at its default}, $steady s of steady state from $settle s after the ramp; heap after \`jcmd GC.run\`; CPU: user + system of the fleet process over the first two thirds of the steady state / telemetry publishes PUBACK'd in it; connect = from the device's turn to its SUBACK (TCP and TLS included); connects/s: the busiest second's devices connected; lateness: median and worst of the per-second p99 in the window."
   echo
   echo "| broker | devices | Reporting at end | threads | live heap B/device | RSS KiB/device | CPU µs/publish | publishes/s | connect p50 / p99 ms | connects/s (busiest second) | all connected after | lateness p99 median / worst ms | failed |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2

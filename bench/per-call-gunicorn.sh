@@ -4,7 +4,8 @@
 # they answer one request a connection, close it, and wait (up to 2 s) for the client to close its
 # end before they take the next. Beside it, `ab` without keep-alive on the same server says what the
 # server itself can do. Reports calls a second, failures, what the server logged, and the most
-# sockets the fleet left in CLOSE-WAIT at once (0: it closes its end after every reply).
+# sockets the fleet left in CLOSE-WAIT at once (0: it closes its end after every reply). Appends a
+# table to bench/history/DATE-per-call-gunicorn.md.
 #   bench/per-call-gunicorn.sh [DEVICES]      default 300
 # Settings: DURATION (60s), HEARTBEAT (each device's call interval, 2s), WORKERS (gunicorn's, 2),
 # JAR (a fleetsim.jar to measure instead of this tree's build, e.g. an older one to compare).
@@ -65,7 +66,9 @@ PY
 wait "$fleet" || true
 stop
 
-python3 - "$results" "$devices" "$duration" "$HEARTBEAT" "$workers" "$ab_rate" "$most" "$left" "$build" <<'PY' | tee -a "$here/BENCHMARKS.md"
+history="$here/bench/history/$(date -u +%Y-%m-%d)-per-call-gunicorn.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
+python3 - "$results" "$devices" "$duration" "$HEARTBEAT" "$workers" "$ab_rate" "$most" "$left" "$build" <<'PY' | tee -a "$history"
 import json, sys, os, subprocess
 results, devices, duration, heartbeat, workers, ab_rate, most, left, build = sys.argv[1:]
 s = json.load(open(f"{results}/fleet/summary.json"))
@@ -88,3 +91,4 @@ The server alone, `ab -n 3000 -c 10` without keep-alive: {float(ab_rate):.0f} re
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 | {devices} | {s['devices']['byState'].get('Reporting', 0)} | {sent} | {ok} | {failed} {reasons if reasons else ''} | {ok / seconds:.0f} | {logged} | {most} | {left} |""")
 PY
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2

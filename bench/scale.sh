@@ -3,7 +3,7 @@
 # 300 s) against the reference controller in its own process; for each size: live heap per device
 # (after a full GC, in steady state), threads, CPU per delivered message, messages/s, lateness of
 # scheduled sends, ramp time, and the controller's live heap per registered device. Appends a table
-# to BENCHMARKS.md, and a heap histogram of the largest fleet.
+# and a heap histogram of the largest fleet to bench/history/DATE-scale-http.md (-https with TLS=on).
 #   bench/scale.sh [SIZES...]     default: 10000 100000 1000000
 # Settings: STEADY (steady state after the ramp, default 3m); PROFILE (a device profile, default ap-v1,
 # e.g. bench/profiles/ap-v1-heavy.conf for what templating costs); TLS=on (the controller serves
@@ -92,9 +92,11 @@ PY
 )")
 done
 
+history="$here/bench/history/$(date -u +%Y-%m-%d)-scale-$([ "$tls" = off ] && echo http || echo https).md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### Scale: HTTP fleets against the controller in its own process$([ "$tls" = off ] || echo ", over TLS") — $(date -u +%Y-%m-%d)"
+  echo "### Scale: HTTP fleets against the controller in its own process$([ "$tls" = off ] || echo ", over TLS") — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), G1 with -XX:MaxGCPauseMillis=50 and the heap from the launcher."
   echo "Controller: \`java -Xmx6g -jar target/fleetsim.jar controller --port 0 --profile large\`; each row:"
@@ -114,5 +116,6 @@ done
     cat "$results/histogram-$last.txt"
     echo '```'
   fi
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2
 rm -rf "$work"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: SSH fleets, each device with its own tunnel, against the reference controller in its
 # own process. Records peak threads, peak heap, peak RSS, open files, time until every tunnel is up,
-# handshakes per second and heartbeat failures; appends a table to BENCHMARKS.md.
+# handshakes per second and heartbeat failures; appends a table to bench/history/DATE-ssh-fleet.md.
 #   bench/ssh-fleet.sh [SIZES...]     default: 1000 4000 8000
 # Settings: STEADY (steady state after the ramp, default 10m), HEARTBEAT (10s), STATS (30s), RAMP (500/s),
 # HANDSHAKES (--max-handshakes, default 32: the reference controller takes more than OpenSSH's 10).
@@ -62,9 +62,11 @@ PY
 )")
 done
 
+history="$here/bench/history/$(date -u +%Y-%m-%d)-ssh-fleet.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### SSH fleet, controller in its own process — $(date -u +%Y-%m-%d)"
+  echo "### SSH fleet, controller in its own process — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(java -version 2>&1 | head -1), ulimit -n $(ulimit -n)."
   echo "Controller: \`./fleetsim controller --port 0 --ssh-port 0 --heartbeat-interval $heartbeat --stats-interval $stats\`; each row:"
@@ -74,5 +76,6 @@ done
   echo "| devices | Reporting at end | peak threads | peak heap MiB | peak RSS MiB | open files (max) | all tunnels up after | handshakes/s | handshake p50 / p99 ms | heartbeats ok | heartbeats failed | re-tunnels |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2
 rm -rf "$work"

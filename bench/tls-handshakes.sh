@@ -5,7 +5,8 @@
 # (`controller --tls --client-certs-required`, the JDK's TLS) and `openssl s_server` with the same
 # certificates, which shows what the fleet's side does when the server is not the limit. Also:
 # client certificates issued a second (EC P-256, as --client-ca issues them), on one thread. Each in
-# TLS 1.3 and in TLS 1.2 (--tls-version), whose resumption needs no new key exchange.
+# TLS 1.3 and in TLS 1.2 (--tls-version), whose resumption needs no new key exchange. Appends a table
+# to bench/history/DATE-tls-handshakes.md.
 #   bench/tls-handshakes.sh        THREADS (default 4) clients, SECONDS_EACH (default 20) a mode,
 #                                  after 15 s of warm-up a mode
 set -euo pipefail
@@ -21,9 +22,11 @@ trap 'kill $controller ${sserver:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q "listening on" "$work/controller.log" && break; sleep 0.2; done
 port=$(grep -o 'https://127.0.0.1:[0-9]*' "$work/controller.log" | head -1 | sed 's/.*://')
 tls="$work/state/tls"
+history="$here/bench/history/$(date -u +%Y-%m-%d)-tls-handshakes.md" # a day's runs of it, newest last
+mkdir -p "$(dirname "$history")"
 {
   echo
-  echo "### TLS handshakes a second, client certificates required — $(date -u +%Y-%m-%d)"
+  echo "### TLS handshakes a second, client certificates required — $(date -u +%Y-%m-%d), build $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "—")"
   echo
   echo "Machine: $(nproc) cores, $(java -version 2>&1 | head -1), $(openssl version | cut -d' ' -f1-2). \`bench/tls-handshakes.sh\`: $threads client threads (\`bench/TlsHandshakes.java\`, JDK SSLSocket, EC P-256 client certificate) for ${seconds} s a mode after 15 s of warm-up, against each server in its own process on this machine; client CPU = the client threads' CPU time / handshakes; server CPU = the server process's user + system time / handshakes."
   echo
@@ -44,4 +47,5 @@ tls="$work/state/tls"
         | grep '^|\|failed' || { cat "$work/$server.err" >&2; exit 1; }
     done
   done
-} | tee -a "$here/BENCHMARKS.md"
+} | tee -a "$history"
+echo "bench: appended to ${history#"$here"/}; update BENCHMARKS.md from it (its last section says how)" >&2

@@ -5,7 +5,7 @@
 window.FleetsimCharts = function (root, options) {
   const maxPoints = (options && options.maxPoints) || Infinity;
   // Message kinds are the device profile's: charted as the samples name them.
-  const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff", "Stopped"];
+  const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff", "Stopped", "Off"];
   const colours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
   const charts = {};
 
@@ -117,7 +117,7 @@ window.FleetsimCharts = function (root, options) {
     cpu.put(x, "gc ms/s", s.process.gcMsPerS);
 
     states.forEach(function (st) { number("state-" + st, s.devices[st] || 0); });
-    number("running", Object.values(s.devices).reduce(function (a, b) { return a + b; }, 0));
+    number("running", Object.entries(s.devices).reduce(function (a, e) { return e[0] === "Off" ? a : a + e[1]; }, 0));
     number("target", s.target);
     number("rate", Math.round(Object.values(s.rates).reduce(function (a, r) { return a + r.ok + r.forbidden + r.failed; }, 0)));
     number("errors", s.errors);

@@ -29,6 +29,8 @@ object RunCommand:
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
+  /** The run was stopped through its control ([[fleetsim.control.RunControl.stop]]): it has its summary already. */
+  private case object Finished extends CoordinatedShutdown.Reason
 
   def apply(args: List[String], out: PrintStream, err: PrintStream): Int =
     Options.parse("run", Flags, args) match
@@ -44,8 +46,8 @@ object RunCommand:
           if join.isEmpty then ActorSystem(SpawnProtocol(), "fleetsim", config)
           else ActorSystem(SpawnProtocol(), ClusterConfig.SystemName, settingsOf("run")(ClusterConfig.runner(config)))
         val run = bindOrExplain(Flag.ControllerPort, system, if join.isEmpty then 30.seconds else 4.minutes) {
-          if join.isEmpty then FleetRun.start(settings)
-          else FleetRun.start(settings, ClusterRun.placement(settings, config, join, config.getInt("fleetsim.cluster.nodes")))
+          if join.isEmpty then FleetRun.start(settings, Some(out))
+          else FleetRun.start(settings, ClusterRun.placement(settings, config, join, config.getInt("fleetsim.cluster.nodes")), Some(out))
         }
         execute(run, out)
 
@@ -53,18 +55,6 @@ object RunCommand:
     val settings = run.settings
     val shutdown = CoordinatedShutdown(system)
     val io: ExecutionContext = system.dispatchers.lookup(DispatcherSelector.blocking())
-    val fleet = settings.fleet
-    run.dashboard.foreach(d => out.println(s"fleetsim: dashboard on ${d.url} (Prometheus: ${d.url}metrics)"))
-    run.controller.foreach { c =>
-      val ssh = c.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
-      out.println(s"fleetsim: reference controller on ${c.url}$ssh (admin API under /admin)")
-    }
-    out.println(
-      s"fleetsim: ${fleet.devices} ${settings.transport.name} devices against ${run.controllerUrl}, ramping at ${BigDecimal(fleet.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
-        fleet.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${settings.resultsDir}")
-
-    val status = StatusLine(out, terminal = System.console() != null, settings.transport.statusFields)
-    run.add(status)
 
     val summarized = Promise[Done]()
     val interrupts = AtomicInteger()
@@ -84,17 +74,14 @@ object RunCommand:
       val reason = shutdown.shutdownReason() match
         case Some(DurationReached) => "duration reached"
         case _ => "interrupted"
-      run.finish(reason).map { summary =>
-        status.close()
-        out.println(Summary.render(summary))
-        out.println(s"fleetsim: summary.json and report.html written to ${settings.resultsDir}")
-        out.flush()
+      run.finish(reason).map { _ => // the console output has printed the summary
         summarized.trySuccess(Done)
         Done
       }(using io)
     }
     // Only once the summary is sure to be written on the way out.
-    fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
+    settings.fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
+    run.finished.onComplete(_ => shutdown.run(Finished))(using io)
     Await.result(system.whenTerminated, Duration.Inf)
     if interrupts.get > 0 then 130 else 0 // as a shell reports a program Ctrl-C ended
 

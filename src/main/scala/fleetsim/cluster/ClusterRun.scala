@@ -96,6 +96,8 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
   @volatile private var byNode: Map[String, MetricsSnapshot] = Map.empty
   /** Nodes that left or died during the run. */
   @volatile private var lost: Set[String] = Set.empty
+  /** The fleet's size after a resize: nodes that come later are told it too. */
+  @volatile private var resized: Option[Int] = None
   private val meters = NodeMeters(registry, settings.profile.kinds, () => byNode)
 
   def sessions: Boolean = settings.transport.sessions.isDefined
@@ -107,6 +109,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
     given Timeout = Timeout(60.seconds)
     Future.sequence((agents -- asked.asScala).toSeq.map(a => a.ask[Prepared](NodeAgent.Prepare(plan, _)).map(a -> _))).flatMap { answers =>
       answers.foreach((a, _) => asked.add(a)) // a late node that refused is not asked again every second
+      for devices <- resized; (a, _) <- answers do a ! NodeAgent.Resize(plan.id, devices)
       answers.collectFirst { case (_, Prepared(node, Some(problem))) => Future.failed(CannotRun(s"node $node refused the run: $problem")) }
         .getOrElse(Future.successful(Done))
     }
@@ -125,7 +128,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
       val silent = byNode -- answered.keySet
       lost ++= silent.keySet -- members
       byNode = answered ++ silent.map((node, s) => node -> (if members(node) then s.quiet else s.lost))
-      answered.keys.foreach(meters.add)
+      answered.foreach(meters.add)
       byNode.values.foldLeft(zero)(_ + _)
 
   def quiesce(): Future[Done] = everyNode(NodeAgent.Quiesce(plan.id, _))
@@ -136,6 +139,10 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
   def restartStopped(): Long =
     ClusterRun.agents().foreach(_.foreach(_ ! NodeAgent.RestartStopped(plan.id)))
     byNode.values.map(_.byState.getOrElse(DeviceState.Stopped, 0L)).sum
+
+  def resize(devices: Int): Unit =
+    resized = Some(devices)
+    asked.asScala.foreach(_ ! NodeAgent.Resize(plan.id, devices))
 
   private def everyNode(message: ActorRef[NodeDone] => NodeAgent.Command): Future[Done] =
     given Timeout = Timeout(60.seconds)

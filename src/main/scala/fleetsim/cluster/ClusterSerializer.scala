@@ -28,6 +28,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     case _: NodeAgent.Quiesce => "quiesce"
     case _: NodeAgent.Finish => "finish"
     case _: NodeAgent.RestartStopped => "restart"
+    case _: NodeAgent.Resize => "resize"
     case _: NodeDone => "done"
     case DeviceBlock.Start => "start"
     case DeviceBlock.Stop => "stop"
@@ -46,6 +47,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeAgent.Quiesce(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.RestartStopped(run) => out.writeUTF(run)
+      case NodeAgent.Resize(run, devices) => out.writeUTF(run); out.writeInt(devices)
       case NodeDone(node) => out.writeUTF(node)
       case DeviceBlock.Start | DeviceBlock.Stop => ()
       case other => throw IllegalArgumentException(s"not a cluster message: ${other.getClass}")
@@ -64,6 +66,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "quiesce" => NodeAgent.Quiesce(in.readUTF(), ref(in))
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
       case "restart" => NodeAgent.RestartStopped(in.readUTF())
+      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt())
       case "done" => NodeDone(in.readUTF())
       case "start" => DeviceBlock.Start
       case "stop" => DeviceBlock.Stop

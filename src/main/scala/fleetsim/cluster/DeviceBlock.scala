@@ -22,6 +22,8 @@ object DeviceBlock:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** Starts again the block's devices that stopped themselves. */
   case object RestartStopped extends Command
+  /** The fleet is resized to `devices`: the block keeps those of its devices numbered below. */
+  final case class Resize(devices: Int) extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
   final case class Finish(replyTo: ActorRef[Done]) extends Command
   /** From the node: the run's parts, once the node has them. */
@@ -39,6 +41,8 @@ object DeviceBlock:
         var parts = Option.empty[NodeRun]
         var devices = Option.empty[ActorRef[Fleet.Command]]
         var quiet = false // quiesced or finished: start nothing more
+        var target = -1 // of its devices, after a resize; -1 all
+        def local(devices: Int) = (devices - first).max(0).min(Fleet.GroupSize)
         Behaviors.receiveMessage[Command] {
           case Ready(r) =>
             parts = Some(r)
@@ -49,7 +53,7 @@ object DeviceBlock:
           case Begin =>
             for r <- parts if devices.isEmpty && !quiet do
               val count = (r.plan.devices - first).min(Fleet.GroupSize)
-              devices = Some(context.spawn(Fleet(r.settings.fleet.copy(devices = count), i => r.parts.device(first + i)), "devices"))
+              devices = Some(context.spawn(Fleet(r.settings.fleet.copy(devices = count), i => r.parts.device(first + i), target, first), "devices"))
             Behaviors.same
           case Quiesce(replyTo) =>
             quiet = true
@@ -65,6 +69,10 @@ object DeviceBlock:
             Behaviors.same
           case RestartStopped =>
             devices.foreach(_ ! Fleet.RestartStopped)
+            Behaviors.same
+          case Resize(fleet) =>
+            target = local(fleet)
+            devices.foreach(_ ! Fleet.Resize(target))
             Behaviors.same
           case Start => Behaviors.same
           case Stop => Behaviors.stopped

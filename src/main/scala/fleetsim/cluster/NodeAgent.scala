@@ -39,6 +39,8 @@ object NodeAgent:
   final case class Finish(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
   /** Starts again the run's devices here that stopped themselves. */
   final case class RestartStopped(run: String) extends Command with ClusterMessage
+  /** The run's fleet is resized to `devices`: each block here keeps its devices numbered below. */
+  final case class Resize(run: String, devices: Int) extends Command with ClusterMessage
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   private final case class MemberGone(address: String) extends Command
@@ -59,6 +61,7 @@ object NodeAgent:
     var blocks = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]]
     var waiting = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]] // up before their plan came
     var reading = Map.empty[String, List[ActorRef[Prepared]]] // plans being read, and who waits for the answer
+    var resized = Map.empty[String, Int] // runs resized, for blocks that come here later
 
     Behaviors.receiveMessage {
       case Prepare(plan, replyTo) =>
@@ -81,10 +84,11 @@ object NodeAgent:
             waiting.getOrElse(plan.id, Set.empty).foreach(_ ! DeviceBlock.Ready(run))
             waiting -= plan.id
             replyTo.foreach(_ ! Prepared(node, None))
-            say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport} devices from ${plan.runner}: taking up to ${shareOf(plan)} here")
+            say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport.name} devices from ${plan.runner}: taking up to ${shareOf(plan)} here")
         Behaviors.same
       case BlockUp(run, block) =>
         blocks += run -> (blocks.getOrElse(run, Set.empty) + block)
+        resized.get(run).foreach(block ! DeviceBlock.Resize(_)) // before Ready: it starts no device it would then drop
         runs.get(run) match
           case Some(r) => block ! DeviceBlock.Ready(r)
           case None => waiting += run -> (waiting.getOrElse(run, Set.empty) + block)
@@ -102,6 +106,10 @@ object NodeAgent:
       case RestartStopped(run) =>
         blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.RestartStopped)
         Behaviors.same
+      case Resize(run, devices) =>
+        resized += run -> devices
+        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Resize(devices))
+        Behaviors.same
       case MemberGone(address) =>
         // A run whose runner is gone (killed, its machine lost) would never be told to finish.
         for r <- runs.values if r.plan.runner == address do
@@ -113,6 +121,7 @@ object NodeAgent:
         val parts = runs.get(run).map(_.parts)
         runs -= run
         blocks -= run
+        resized -= run
         Future.sequence(asked).flatMap(_ => parts.fold(Future.successful(Done))(_.close())).onComplete(_ => replyTo ! NodeDone(node))
         Behaviors.same
     }

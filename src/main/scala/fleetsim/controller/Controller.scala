@@ -1,6 +1,7 @@
 package fleetsim.controller
 
 import fleetsim.CannotBind
+import fleetsim.metrics.ControllerCounts
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.{ConnectionContext, Http}

@@ -5,6 +5,7 @@ import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.Caller
 import fleetsim.protocol.*
 import fleetsim.transport.SshEndpoint
+import fleetsim.metrics.ControllerCounts
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.http.scaladsl.model.*
 import org.apache.pekko.http.scaladsl.server.Directives.*

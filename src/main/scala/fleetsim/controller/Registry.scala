@@ -1,6 +1,7 @@
 package fleetsim.controller
 
 import fleetsim.protocol.ApiCall
+import fleetsim.metrics.ControllerCounts
 
 import org.apache.sshd.common.config.keys.KeyUtils
 
@@ -125,27 +126,6 @@ private final class Tally:
   def sums: Map[String, Long] =
     val v1 = ApiCall.values.map(_.key)
     ListMap.from((v1 ++ counts.keySet.asScala.toSeq.filterNot(v1.contains).sorted).map(k => k -> counts.get(k).sum))
-
-/** The controller's tallies by message kind: `received` counts calls answered 200, `tunnelled` the
-  * part of those that came through an SSH tunnel. `addressChanges` counts protocol v1 calls that came
-  * from another address than the same device's call before; `connections` the HTTP(S) connections
-  * accepted; `clientSubjects` the distinct client-certificate subjects seen (--client-certs-required);
-  * `duplicates` the protocol v1 heartbeats that came from a second device with the same MAC.
-  */
-final case class ControllerCounts(
-    registered: Int,
-    forbidden: Int,
-    configSeq: Long,
-    received: Map[String, Long],
-    tunnelled: Map[String, Long],
-    refused: Map[String, Long],
-    injectedErrors: Map[String, Long],
-    forwardsRefused: Long,
-    addressChanges: Long,
-    connections: Long,
-    clientSubjects: Int,
-    sshSessions: Int = 0,
-    duplicates: Long = 0)
 
 /** Fault switches, flipped at run time through the admin API: added latency, injected 500s, and
   * 429s that ask the device to come back after `retryAfterS`.

@@ -32,6 +32,11 @@ object Device:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** A Stopped device starts again, as after a reboot; any other ignores it. */
   case object Restart extends Command
+  /** Devices numbered `from` until `until` power off (`on` false: they drop their session without a
+    * word and wait, Off) or, if Off, on again, as after a reboot; the others ignore it. The fleet
+    * resizes with it; one message for a group of devices, not one each.
+    */
+  final case class Power(from: Int, until: Int, on: Boolean) extends Command
 
   /** The boot delay is over: the first join. */
   private case object Boot extends Command
@@ -126,13 +131,18 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           case Quiesce(replyTo) =>
             quiesced = true
             replyTo ! Done
+          case Power(from, until, on) =>
+            if number >= from && number < until then
+              if !on && current != Off then powerOff()
+              else if on && current == Off then boot()
           case _ =>
             current match
               case Discovering => discovering(command)
               case Backoff => backingOff(command)
               case Tunneling => tunneling(command)
               case Reporting | ConfigDownloading => online(command)
-              case Stopped => if command == Restart then boot() else unread(command)
+              case Stopped => if command == Restart then boot() else resting(command)
+              case Off => resting(command)
     catch case NonFatal(e) => failed(e)
 
   override def postStop(): Unit =
@@ -222,6 +232,11 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
         null
       case _ => outcome
 
+  /** Stopped or Off: a session that opens late is closed; anything else is unread. */
+  private def resting(command: Command): Unit = command match
+    case SessionOpened(Right(late)) => late.close()
+    case _ => unread(command)
+
   /** A reply the device no longer reads (an older epoch's, or one come while it is Stopped or backing
     * off) is still counted as its call judges its status: an expected status ok, any other failed.
     */
@@ -304,6 +319,14 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     enter(Stopped)
     events.halted(reason)
 
+  /** Off, as when its power is cut: its session dropped, nothing sent, until powered on again. A new
+    * epoch: replies to what it sent before are unread, whatever comes next.
+    */
+  private def powerOff(): Unit =
+    epoch += 1
+    closeSession()
+    enter(Off)
+
   /** A backoff's wake-up: one more failure in a row, one more join. */
   private def joinAgain(): Unit =
     failures += 1
@@ -377,8 +400,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     registers(Registers.dueAt(i)) = scheduleNext(i, registers(Registers.dueAt(i)))
     registers(Registers.seq(i)) += 1
     // With no failure in a row to clear, Ok replies that keep nothing change nothing: they stay on the
-    // transport's thread instead of waking the device, a thread switch a publish (BENCHMARKS.md,
-    // "Where an MQTT publish's CPU goes, after two fewer thread crossings").
+    // transport's thread instead of waking the device, a thread switch a publish
+    // (bench/history/2026-11-23-mqtt-cpu-thread-crossings.md).
     if shared.keepsNothing(i) && registers(Registers.failures(i)) == 0 then
       message.calls.foreach(call => send(channelFor(call), call, quiet = true))
       if current == Reporting then update() // what their Ok replies would do

@@ -4,10 +4,11 @@ import fleetsim.transport.{FailureReason, MessageKind, Reply}
 
 /** The lifecycle states, named as in the design notes and the summary. Stopped: the device stopped
   * itself, as its profile says a real agent does (a `stop` reaction, a status repeated too often),
-  * and waits for a restart ([[Device.Restart]]).
+  * and waits for a restart ([[Device.Restart]]). Off: powered off, or taken out of the fleet by a
+  * resize, until powered on ([[Device.Power]]); not counted among the fleet's devices.
   */
 enum DeviceState:
-  case Discovering, Tunneling, Reporting, ConfigDownloading, Backoff, Stopped
+  case Discovering, Tunneling, Reporting, ConfigDownloading, Backoff, Stopped, Off
 
 /** What a device tells the world about itself. Implemented by the metrics package; called from
   * device actors, so implementations must be thread-safe and must not block.

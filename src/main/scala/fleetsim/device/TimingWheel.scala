@@ -8,15 +8,15 @@ import scala.concurrent.duration.*
 
 /** One timing wheel for the whole fleet, in place of Pekko timers in every device: a wake-up costs
   * 16 bytes in an array instead of about 100 in five objects, and one ticker serves a million
-  * devices (BENCHMARKS.md, "Scale with the fleet's timing wheel (one ticker, no Pekko timer per
-  * device)"). A wake-up cannot be cancelled: a device ignores the ones it no longer expects.
+  * devices (bench/history/2026-11-21-scale-http-timing-wheel.md). A wake-up cannot be cancelled: a
+  * device ignores the ones it no longer expects.
   *
   * The ticker is a thread of its own that sleeps until the next tick: on the busy dispatcher it fell
   * a minute behind at a million devices, and on Pekko's scheduler, which ticks out of step with the
   * wheel, a send waited for both. Each tick catches up with the clock, however late it is. Ticks of
   * 10 ms send in batches, which the connections write together: at 1 ms the fleet spent 80% more
-  * CPU a message, on more writes and more threads woken (BENCHMARKS.md, "Scale with devices that
-  * hold nothing young between messages (docs/adr/0005)").
+  * CPU a message, on more writes and more threads woken
+  * (bench/history/2026-11-22-scale-http-nothing-young.md).
   *
   * Targets are classic refs, which the devices are: a typed ref would be a new adapter per wake-up,
   * kept a minute and so copied by the collector into the old generation.
@@ -104,8 +104,8 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
   /** A ring on I/O thread `thread`, which wakes it only for a tick whose slot holds a wake-up. A
     * thread's wake-up costs tens of µs of CPU here, and at 100 publishes a second two loops ticking
     * every 10 ms woke 200 times a second for them; now 26% fewer context switches and 6-11% less
-    * CPU (BENCHMARKS.md, "MQTT's fixed cost a second: fewer wake-ups, cheaper percentiles"). Only
-    * that thread adds to the ring and arms it.
+    * CPU (bench/history/2026-11-23-mqtt-fixed-cost.md). Only that thread adds to the ring and arms
+    * it.
     */
   private final class LoopRing(io: IoThreads, thread: Int) extends Ring:
     private var armedFor = Long.MaxValue // the tick the loop is to wake for

@@ -21,6 +21,11 @@ object Fleet:
   final case class Stop(replyTo: ActorRef[Done]) extends Command
   /** Starts again every device that stopped itself (Stopped), as after a reboot. */
   case object RestartStopped extends Command
+  /** Grows the fleet to `devices` (at most the settings' number) at the ramp rate, powering on the
+    * devices a shrink took out before starting new ones; or shrinks it, powering off the devices
+    * numbered `devices` and up.
+    */
+  final case class Resize(devices: Int) extends Command
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
@@ -29,26 +34,48 @@ object Fleet:
     */
   val GroupSize = 1000
 
-  /** @param device makes device i's props (injected, so tests can count or replace devices) */
-  def apply(settings: FleetSettings, device: Int => Props): Behavior[Command] =
+  /** @param device makes device i's props (injected, so tests can count or replace devices)
+    * @param target the devices to ramp up to first (a resize before the fleet started); all by default
+    * @param first the number of its device 0: a cluster block's devices are numbered from the block's first
+    */
+  def apply(settings: FleetSettings, device: Int => Props, target: Int = -1, first: Int = 0): Behavior[Command] =
     Behaviors.withTimers { timers =>
       Behaviors.setup { context =>
-        val started = System.nanoTime()
         val groups = (0 until (settings.devices + GroupSize - 1) / GroupSize).map(_ => context.toClassic.actorOf(Props(DeviceGroup(device))))
-        def ramping(spawned: Int): Behavior[Command] =
+        /** Tells each group its share of the devices numbered `from` until `until`, as a range. */
+        def each(from: Int, until: Int)(tell: (org.apache.pekko.actor.ActorRef, Range) => Unit): Unit =
+          var i = from
+          while i < until do
+            val end = ((i / GroupSize + 1) * GroupSize).min(until)
+            tell(groups(i / GroupSize), i until end)
+            i = end
+        def power(from: Int, until: Int, on: Boolean): Unit = each(from, until)((group, r) => group ! Device.Power(first + r.start, first + r.end, on))
+
+        /** Devices 0 until `on` are on, `on` until `spawned` were taken out (Off), and the fleet grows
+          * towards `target`: from `base` devices at `since` (nanoTime), at the ramp rate.
+          */
+        def running(on: Int, spawned: Int, target: Int, base: Int, since: Long): Behavior[Command] =
           Behaviors.receiveMessage {
             case RampTick =>
-              val due = Ramp.due((System.nanoTime() - started).nanos, settings.rampRate, settings.devices)
-              var from = spawned
-              while from < due do // each group its share, as a range
-                val until = ((from / GroupSize + 1) * GroupSize).min(due)
-                groups(from / GroupSize) ! (from until until)
-                from = until
-              if due == settings.devices then timers.cancel(RampTick)
-              ramping(due)
+              val due = base + Ramp.due((System.nanoTime() - since).nanos, settings.rampRate, target - base)
+              if on < spawned then power(on, due.min(spawned), on = true)
+              if due > spawned then each(spawned, due)((group, devices) => group ! devices)
+              if due == target then timers.cancel(RampTick)
+              running(due, spawned.max(due), target, base, since)
+            case Resize(devices) =>
+              val wanted = devices.max(0).min(settings.devices)
+              if wanted < on then
+                timers.cancel(RampTick)
+                power(wanted, on, on = false)
+                running(wanted, spawned, wanted, wanted, System.nanoTime())
+              else if wanted > on then
+                timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
+                running(on, spawned, wanted, on, System.nanoTime())
+              else running(on, spawned, wanted, base, since)
             case Quiesce(replyTo) =>
               timers.cancel(RampTick)
-              // Each group starts its devices before it passes this on: every device started hears it.
+              // Each group starts its devices before it passes this on: every device started, on or
+              // Off, hears it.
               val heard = context.messageAdapter[Done](_ => DeviceQuiesced)
               groups.foreach(_ ! Device.Quiesce(heard))
               quiescing(spawned, replyTo)
@@ -65,19 +92,21 @@ object Fleet:
             case DeviceQuiesced => quiescing(waiting - 1, replyTo)
             case Quiesce(again) => quiescing(waiting, again)
             case Stop(replyTo) => stop(replyTo)
-            case RampTick | RestartStopped => Behaviors.same
+            case RampTick | RestartStopped | Resize(_) => Behaviors.same
           }
 
         def stop(replyTo: ActorRef[Done]): Behavior[Command] = Behaviors.stopped(() => replyTo ! Done)
 
         timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
-        ramping(spawned = 0)
+        running(on = 0, spawned = 0, target = if target < 0 then settings.devices else target.min(settings.devices), base = 0, since = System.nanoTime())
       }
     }
 
-  /** Parents a group of devices: starts the ones it is given, and passes a quiesce on to them all. */
+  /** Parents a group of devices: starts the ones it is given, and passes a quiesce, a restart or a
+    * power switch on to them all (each device knows its number).
+    */
   private final class DeviceGroup(device: Int => Props) extends Actor:
     def receive: Receive =
       case devices: Range => devices.foreach(i => context.actorOf(device(i)))
       case quiesce: Device.Quiesce => context.children.foreach(_ ! quiesce)
-      case Device.Restart => context.children.foreach(_ ! Device.Restart)
+      case command @ (Device.Restart | _: Device.Power) => context.children.foreach(_ ! command)

@@ -1,11 +1,10 @@
 package fleetsim.metrics
 
-import fleetsim.controller.ControllerCounts
+
 import fleetsim.protocol.ApiCall
 import io.micrometer.core.instrument.binder.jvm.{JvmGcMetrics, JvmMemoryMetrics, JvmThreadMetrics}
 import io.micrometer.core.instrument.binder.system.{FileDescriptorMetrics, ProcessorMetrics, UptimeMetrics}
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry
-import io.micrometer.core.instrument.{FunctionCounter, Gauge}
 import io.micrometer.prometheusmetrics.{PrometheusConfig, PrometheusMeterRegistry}
 import io.micrometer.statsd.{StatsdConfig, StatsdFlavor, StatsdMeterRegistry}
 
@@ -27,14 +26,10 @@ final class Exporters private (val prometheus: Option[PrometheusMeterRegistry], 
   def bindController(counts: () => ControllerCounts): Unit =
     sources ::= counts
     for kind <- ApiCall.values.map(_.key) do
-      FunctionCounter.builder("fleetsim.controller.received", counts, (c: () => ControllerCounts) => c().received(kind).toDouble)
-        .tag("kind", kind).description("calls the controller answered 200").register(registry)
-      FunctionCounter.builder("fleetsim.controller.tunnelled", counts, (c: () => ControllerCounts) => c().tunnelled(kind).toDouble)
-        .tag("kind", kind).description("of those, calls that came through an SSH tunnel").register(registry)
-    Gauge.builder("fleetsim.controller.devices", counts, (c: () => ControllerCounts) => c().registered.toDouble)
-      .description("devices registered with the controller").register(registry)
-    Gauge.builder("fleetsim.controller.ssh.sessions", counts, (c: () => ControllerCounts) => c().sshSessions.toDouble)
-      .description("open SSH sessions at the controller").register(registry)
+      Meters.ControllerReceived.counter(registry, counts, _().received(kind).toDouble, kind)
+      Meters.ControllerTunnelled.counter(registry, counts, _().tunnelled(kind).toDouble, kind)
+    Meters.ControllerDevices.gauge(registry, counts, _().registered.toDouble)
+    Meters.ControllerSshSessions.gauge(registry, counts, _().sshSessions.toDouble)
 
   def close(): Unit = registry.close()
 

@@ -3,10 +3,9 @@ package fleetsim.metrics
 import fleetsim.device.{DeviceEvents, DeviceState}
 import fleetsim.transport.{FailureReason, MessageKind, Reply}
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry
-import io.micrometer.core.instrument.{FunctionCounter, Gauge, MeterRegistry, Timer}
+import io.micrometer.core.instrument.{MeterRegistry, Timer}
 import org.HdrHistogram.{Histogram, Recorder}
 
-import java.time.Duration
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.TimeUnit.NANOSECONDS
 import java.util.concurrent.atomic.LongAdder
@@ -16,52 +15,45 @@ import scala.jdk.CollectionConverters.*
 /** The fleet's figures, kept by group (state, message kind, outcome, transition), never per device,
   * so their number does not grow with the fleet. Writers are lock-free; [[snapshot]] is for one
   * reader. Every figure is also a Micrometer meter in `registry` (an empty composite registers
-  * nothing and costs next to nothing), named `fleetsim.*`.
+  * nothing and costs next to nothing), as the catalogue names it ([[Meters]]).
   *
   * @param kinds the profile's message kinds, `kinds(i).index == i`: bounded by the profile, never per device
   */
 final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegistry = CompositeMeterRegistry()) extends DeviceEvents:
   import FleetMetrics.*
 
-  private val states = DeviceState.values.map { s =>
-    val count = LongAdder()
-    Gauge.builder("fleetsim.devices", count, (c: LongAdder) => c.sum.toDouble).tag("state", s.toString)
-      .description("devices per lifecycle state").register(registry)
-    count
-  }
-  private val transitions = DeviceState.values.map(from => DeviceState.values.map(to =>
-    counter("fleetsim.transitions", "state transitions", "from" -> from.toString, "to" -> to.toString)))
+  private val states = DeviceState.values.map(s => gauge(Meters.Devices, s.toString))
+  private val transitions = DeviceState.values.map(from => DeviceState.values.map(to => counter(Meters.Transitions, from.toString, to.toString)))
   private val figures = kinds.map(KindFigures(_)).toArray
-  private val tunnelsOpened = counter("fleetsim.tunnels.opened", "tunnels opened")
-  private val tunnelsUp = LongAdder()
-  Gauge.builder("fleetsim.tunnels.up", tunnelsUp, (c: LongAdder) => c.sum.toDouble).description("tunnels up").register(registry)
-  private val tunnelFailures = FailureReason.values.map(r => counter("fleetsim.tunnels.failed", "failed tunnel opens", "reason" -> r.key))
-  private val handshakes = Timing(timer("fleetsim.handshake", "session opening time: SSH handshake (including the wait for a slot), MQTT CONNECT to CONNACK"))
-  private val pushesReceived = counter("fleetsim.pushes", "pushes received (messages on the devices' MQTT subscriptions)")
-  private val pushesAcknowledged = counter("fleetsim.pushes.acknowledged", "pushes applied and acknowledged")
-  private val pushToAck = Timing(timer("fleetsim.push.to.ack", "time from a push's arrival to its acknowledgement"))
+  private val tunnelsOpened = counter(Meters.SessionsOpened)
+  private val tunnelsUp = gauge(Meters.SessionsUp)
+  private val tunnelFailures = FailureReason.values.map(r => counter(Meters.SessionsFailed, r.key))
+  private val handshakes = Timing(Meters.Handshake.timer(registry))
+  private val pushesReceived = counter(Meters.Pushes)
+  private val pushesAcknowledged = counter(Meters.PushesAcknowledged)
+  private val pushToAck = Timing(Meters.PushToAck.timer(registry))
   /** By reason: a profile has a few, so a map made as they come stays small. */
   private val halts = ConcurrentHashMap[String, LongAdder]()
 
   private final class KindFigures(kind: MessageKind):
-    private def outcome(name: String) = counter("fleetsim.messages", "replies by outcome", "kind" -> kind.key, "outcome" -> name)
-    val sent = counter("fleetsim.messages.sent", "calls sent", "kind" -> kind.key)
+    private def outcome(name: String) = counter(Meters.Replies, kind.key, name)
+    val sent = counter(Meters.Sent, kind.key)
     val ok = outcome("ok")
     val forbidden = outcome("forbidden")
     val failed = FailureReason.values.map(r => outcome(r.key))
     val inFlight = LongAdder()
-    val latency = Timing(timer("fleetsim.latency", "reply latency", "kind" -> kind.key))
-    val lateness = Timing(timer("fleetsim.lateness", "how late scheduled sends left", "kind" -> kind.key))
+    val latency = Timing(Meters.Latency.timer(registry, kind.key))
+    val lateness = Timing(Meters.Lateness.timer(registry, kind.key))
 
-  private def counter(name: String, help: String, tags: (String, String)*): LongAdder =
+  private def counter(meter: Meters.Meter, tags: String*): LongAdder =
     val count = LongAdder()
-    tags.foldLeft(FunctionCounter.builder(name, count, (c: LongAdder) => c.sum.toDouble))((b, t) => b.tag(t._1, t._2))
-      .description(help).register(registry)
+    meter.counter(registry, count, _.sum.toDouble, tags*)
     count
 
-  private def timer(name: String, help: String, tags: (String, String)*): Timer =
-    tags.foldLeft(Timer.builder(name))((b, t) => b.tag(t._1, t._2))
-      .description(help).serviceLevelObjectives(Buckets*).register(registry)
+  private def gauge(meter: Meters.Meter, tags: String*): LongAdder =
+    val value = LongAdder()
+    meter.gauge(registry, value, _.sum.toDouble, tags*)
+    value
 
   // ---- writers: devices, transports and tunnels ----
 
@@ -109,7 +101,7 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
       case None => k.ok.increment()
 
   def halted(reason: String): Unit =
-    halts.computeIfAbsent(reason, r => counter("fleetsim.devices.stopped", "devices that stopped themselves, by reason", "reason" -> r)).increment()
+    halts.computeIfAbsent(reason, r => counter(Meters.Stopped, r)).increment()
 
   def tunnelOpened(handshakeNanos: Long): Unit =
     tunnelsOpened.increment()
@@ -168,9 +160,6 @@ object FleetMetrics:
     case 429 | 503 => FailureReason.Throttled
     case _ => FailureReason.Rejected
 
-  /** Histogram buckets for Prometheus: fixed, so the number of series is too. */
-  private val Buckets: Seq[Duration] = Seq(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000).map(Duration.ofMillis(_))
-
   /** A time kept twice: in HdrHistograms for exact percentiles (since the last look, and overall),
     * and in a Micrometer timer for exporters.
     */
@@ -217,6 +206,10 @@ final class Times(private val histogram: Histogram):
     java.util.Arrays.copyOf(buffer.array, length)
 
   def latency: Latency = Latency.of(histogram)
+
+  /** Each time recorded, in µs, with how often: `f(value, count)`. */
+  def foreach(f: (Long, Long) => Unit): Unit =
+    histogram.recordedValues().forEach(v => f(v.getValueIteratedTo, v.getCountAtValueIteratedTo))
 
 object Times:
   def empty: Times = Times(Histogram(3))
@@ -299,8 +292,8 @@ final case class MetricsSnapshot(
     val q = quiet
     q.copy(byState = Map.empty, byKind = q.byKind.map((k, v) => k -> v.copy(inFlight = 0)), tunnels = q.tunnels.copy(up = 0))
 
-  /** Devices running, in any state. */
-  def devices: Long = byState.values.sum
+  /** Devices in the fleet, in any state but Off. */
+  def devices: Long = byState.iterator.collect { case (state, n) if state != DeviceState.Off => n }.sum
 
   def +(o: MetricsSnapshot): MetricsSnapshot =
     MetricsSnapshot(sum(byState, o.byState), byKind.map((k, v) => k -> o.byKind.get(k).fold(v)(v + _)), tunnels + o.tunnels,

@@ -29,8 +29,8 @@ object ProcessWatch:
     * them with (the JDK then throws InternalError, which Pekko would take for a fatal error).
     *
     * Linux 6.2 and later give the count as the size of /proc/self/fd. The JDK lists that folder
-    * instead, an entry a descriptor: at 10,000 connections, 8 ms of CPU each second (BENCHMARKS.md,
-    * "MQTT against the peer tool at the issue's sizes, over the same steady window").
+    * instead, an entry a descriptor: at 10,000 connections, 8 ms of CPU each second
+    * (bench/history/2026-11-23-mqtt-vs-peer-issue-sizes.md).
     */
   def openFiles: Option[Long] =
     val size = try Files.size(OwnDescriptors) catch case _: java.io.IOException => 0L

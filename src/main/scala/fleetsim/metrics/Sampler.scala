@@ -27,7 +27,8 @@ final case class Sample(
     tunnels: Option[TunnelSample],
     process: ProcessSample,
     nodes: Map[String, Long] = Map.empty):
-  def running: Long = devices.values.sum
+  /** Devices in the fleet: all but those Off. */
+  def running: Long = devices.iterator.collect { case (state, n) if state != "Off" => n }.sum
   def repliesPerS: Double = rates.values.map(r => r.ok + r.forbidden + r.failed).sum
 
 final case class Rates(sent: Double, ok: Double, forbidden: Double, failed: Double)
@@ -71,10 +72,10 @@ final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, targe
   private val gc = ManagementFactory.getGarbageCollectorMXBeans.asScala
   private var lastGcMs = gcMs
 
-  /** The sample of the fleet's figures `s`, with rates since the previous call's, and the devices
-    * each cluster node runs.
+  /** The sample of the fleet's figures `s`, with rates since the previous call's, the devices each
+    * cluster node runs, and the devices wanted now (the target a resize set).
     */
-  def sample(s: MetricsSnapshot, nodes: Map[String, Long] = Map.empty): Sample = synchronized {
+  def sample(s: MetricsSnapshot, nodes: Map[String, Long] = Map.empty, wanted: Int = target): Sample = synchronized {
     val now = System.nanoTime()
     val seconds = ((now - last) / 1e9).max(1e-3)
     def rate(f: MetricsSnapshot => Long) = (f(s) - previous.fold(0L)(f)) / seconds
@@ -90,7 +91,7 @@ final class Sampler(kinds: IndexedSeq[MessageKind], process: ProcessWatch, targe
     val sample = Sample(
       t = System.currentTimeMillis(),
       elapsedS = (now - started) / 1e9,
-      target = target,
+      target = wanted,
       devices = ListMap.from(DeviceState.values.map(st => st.toString -> s.byState(st))),
       rates = rates,
       errors = s.total(k => k.forbidden + k.failed) + s.tunnels.failures.values.sum, // a device that cannot connect sends nothing to fail

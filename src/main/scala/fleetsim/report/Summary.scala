@@ -2,7 +2,7 @@ package fleetsim.report
 
 import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
-import fleetsim.controller.ControllerCounts
+import fleetsim.metrics.ControllerCounts
 import fleetsim.device.DeviceState
 import fleetsim.metrics.{KindSnapshot, MetricsSnapshot, ProcessFigures, Times}
 import fleetsim.transport.FailureReason

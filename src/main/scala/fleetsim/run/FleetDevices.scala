@@ -25,6 +25,8 @@ trait FleetDevices:
   def stop(): Future[Done]
   /** Starts again every device that stopped itself; how many were Stopped. */
   def restartStopped(): Long
+  /** Grows or shrinks the fleet to `devices`, 0 to the number planned ([[fleetsim.fleet.Fleet.Resize]]). */
+  def resize(devices: Int): Unit
   /** After the summary: closes what the devices shared (sessions, connections). */
   def close(): Future[Done]
   /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
@@ -45,5 +47,6 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
     val stopped = parts.metrics.devicesByState(DeviceState.Stopped)
     fleet ! Fleet.RestartStopped
     stopped
+  def resize(devices: Int): Unit = fleet ! Fleet.Resize(devices)
   def close(): Future[Done] = parts.close()
   def sessions: Boolean = parts.sessions.isDefined

@@ -71,7 +71,7 @@ object FleetParts:
     val http = holding.fold(made.direct)(HeldBack.transport(made.direct, _))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     // Devices whose sessions have I/O threads of their own run, and their wheels tick, on them
-    // (MQTT's: BENCHMARKS.md, "MQTT devices on their connections' event loop").
+    // (MQTT's: bench/history/2026-11-23-mqtt-cpu-event-loops.md).
     val wheel = TimingWheel(on = made.io)
     val dispatchers = made.io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
     new FleetParts(metrics, http, made.sessions, wheel,

@@ -1,9 +1,10 @@
 package fleetsim.run
 
+import fleetsim.control.{RunAction, RunControl}
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.report.{Output, Report, ResultFiles, RunInfo, Summary, Timeseries}
+import fleetsim.report.{Output, Report, RunInfo, RunStart, Summary}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -13,30 +14,40 @@ import org.apache.pekko.http.scaladsl.model.Uri
 import org.apache.pekko.pattern.after
 import org.apache.pekko.util.Timeout
 
+import java.io.PrintStream
 import java.nio.file.Files
 import java.time.Instant
+import scala.collection.immutable.ListMap
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future, Promise}
 
 /** One run wired together: the embedded controller (unless pointed elsewhere), the devices (in this
   * process, or on a cluster's nodes), a sample every second (to the time-series file, the dashboard
   * and whoever else listens), and summary.json and report.html at the end. The CLI and the
-  * end-to-end tests both use it.
+  * end-to-end tests both use it, and what changes it while it runs goes through its [[RunControl]].
   */
 final class FleetRun private (
     val settings: RunSettings,
     val devices: FleetDevices,
     val controller: Option[Controller],
     val controllerUrl: String, // as shown and written: credentials redacted
-    val dashboard: Option[Dashboard],
-    startedAt: Instant)(using system: ActorSystem[?]):
+    made: ListMap[String, Output],
+    startedAt: Instant)(using system: ActorSystem[?]) extends RunControl:
   private given ExecutionContext = system.executionContext
   private val process = ProcessWatch()
   private val sampler = Sampler(settings.profile.kinds, process, settings.fleet.devices, settings.transport)
-  /** Where each sample and the summary go, in order: the time series before the report that reads it. */
-  @volatile private var outputs: List[Output] = Timeseries.create(settings.resultsDir) :: dashboard.toList ::: List(ResultFiles(settings.resultsDir))
+  /** Where the start, each sample and the summary go, by name, in order ([[Outputs]]). */
+  @volatile private var outputs: ListMap[String, Output] = made
   @volatile private var finishing: Option[Future[Summary]] = None
   @volatile private var hurried = false
+  @volatile private var wanted = settings.fleet.devices
+  private val ended = Promise[Summary]()
+
+  /** The summary, once the run has finished, whoever finished it: the CLI ends the process then. */
+  def finished: Future[Summary] = ended.future
+
+  /** The live dashboard, when the run has one. */
+  def dashboard: Option[Dashboard] = made.values.collectFirst { case d: Dashboard => d }
 
   /** A run in one process: its devices' figures, live. */
   def metrics: FleetMetrics = devices match
@@ -44,6 +55,16 @@ final class FleetRun private (
     case _ => throw UnsupportedOperationException("a cluster run's figures are its nodes': listen to its samples")
 
   private val io = system.dispatchers.lookup(DispatcherSelector.blocking()) // the file and the console block
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[FleetRun])
+  each(_.start(RunStart(settings.fleet.devices, settings.transport.name, controllerUrl, settings.fleet.rampRate, settings.fleet.duration,
+    settings.resultsDir, servers)))
+
+  /** The servers the run started, as the console names them. */
+  private def servers: Seq[String] =
+    dashboard.map(d => s"dashboard on ${d.url} (Prometheus: ${d.url}metrics)").toSeq ++ controller.map { c =>
+      val ssh = c.ssh.fold("")(g => s", SSH on ${g.address.getHostString}:${g.address.getPort}")
+      s"reference controller on ${c.url}$ssh (admin API under /admin)"
+    }
   private val sampling = java.util.concurrent.atomic.AtomicBoolean(false)
   private val ticker: Cancellable =
     system.scheduler.scheduleAtFixedRate(settings.statusInterval, settings.statusInterval)(() => tick())(using io)
@@ -52,12 +73,38 @@ final class FleetRun private (
   private def tick(): Unit =
     if sampling.compareAndSet(false, true) then
       devices.snapshot().map { snapshot =>
-        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes))
-        outputs.foreach(_.sample(sample))
+        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes), wanted)
+        each(_.sample(sample))
       }(using io).onComplete(_ => sampling.set(false))
 
-  /** Gives `output` every sample from now on, and the summary at the end (the status line, say). */
-  def add(output: Output): Unit = synchronized { outputs = outputs :+ output }
+  /** Gives `output` every sample from now on, and the summary at the end. */
+  def add(name: String, output: Output): Unit = synchronized { outputs = outputs.updated(name, output) }
+
+  /** Tells every output, in order; one that fails is named in the log, and the others are still told. */
+  private def each(tell: Output => Unit): Unit =
+    for (name, output) <- outputs do
+      try tell(output)
+      catch case scala.util.control.NonFatal(e) => log.warn("output {} failed: {}", name, e.toString)
+
+  // ---- control ----
+
+  def planned: Int = settings.fleet.devices
+  def target: Int = wanted
+
+  def resize(count: Int): Either[String, Int] = synchronized {
+    if count < 0 || count > planned then
+      Left(s"a fleet planned for $planned devices can be resized to 0 to $planned, not $count: start it with --devices $count to go higher")
+    else if finishing.isDefined then Left("the run is finishing")
+    else
+      wanted = count
+      devices.resize(count)
+      Right(count)
+  }
+
+  def act(action: RunAction): Future[Long] = action match
+    case RunAction.RestartStopped => Future.successful(devices.restartStopped())
+
+  def stop(reason: String): Future[Summary] = finish(reason)
 
   /** Stops the devices sending, waits for the calls in flight to be answered, folds the figures into
     * a summary, writes summary.json and report.html, and stops the devices. Called once per run;
@@ -78,7 +125,7 @@ final class FleetRun private (
           stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
           process.sample(), controller.map(_.counts), cluster, settings.transport)
-        outputs.foreach(_.finish(summary))
+        each(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over
       // a cluster can outlast the shutdown's time for this phase, and results must not be lost.
@@ -89,6 +136,7 @@ final class FleetRun private (
         _ <- controller.fold(Future.successful(Done))(_.stop())
       yield summary
       finishing = Some(closed)
+      ended.completeWith(done)
       closed
     }
   }
@@ -109,12 +157,12 @@ object FleetRun:
     */
   type Placement = (Uri, Option[Controller], io.micrometer.core.instrument.MeterRegistry) => Future[FleetDevices]
 
-  /** A run with its devices in this process. */
-  def start(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
-    start(settings, inProcess(settings))
+  /** A run with its devices in this process; `console` prints its start, status line and summary. */
+  def start(settings: RunSettings, console: Option[PrintStream] = None)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
+    start(settings, inProcess(settings), console)
 
   /** A run with its devices where `place` puts them. */
-  def start(settings: RunSettings, place: Placement)(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
+  def start(settings: RunSettings, place: Placement, console: Option[PrintStream])(using system: ActorSystem[SpawnProtocol.Command]): Future[FleetRun] =
     given ExecutionContext = system.executionContext
     Files.createDirectories(settings.resultsDir)
     Files.writeString(settings.resultsDir.resolve(Report.ConfigFile), settings.described)
@@ -123,19 +171,18 @@ object FleetRun:
     val embedded =
       if !settings.embedded then Future.successful(None)
       else settings.transport.embed(settings.controller).map(Some(_))
-    val devices = Promise[FleetDevices]() // the dashboard starts before them
-    val dashboard = exporters.prometheus.filter(_ => settings.dashboard.enabled) match
-      case Some(prometheus) =>
-        Dashboard.start(settings.dashboard, settings.described, prometheus, () => devices.future.map(_.restartStopped())).map(Some(_))
-      case None => Future.successful(None)
-    for
+    val control = Promise[RunControl]() // the dashboard starts before the run it controls
+    val outputs = Outputs.make(Outputs.Wiring(settings, exporters.prometheus, control.future, console))
+    val started = for
       controller <- embedded
-      board <- dashboard
+      made <- outputs
       // MQTT devices call the broker; the others the controller.
       url = Uri(settings.transport.url(settings, controller))
       _ = controller.foreach(c => exporters.bindController(() => c.counts))
-      placed <- devices.completeWith(place(url, controller, exporters.registry)).future
-    yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), board, Instant.now)
+      placed <- place(url, controller, exporters.registry)
+    yield FleetRun(settings, placed, controller, fleetsim.Redact.urls(url.toString), made, Instant.now)
+    control.completeWith(started)
+    started
 
   private def inProcess(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Placement = (url, controller, registry) =>
     given ExecutionContext = system.executionContext

@@ -26,6 +26,7 @@ trait TransportKind extends SessionFigures with SessionsSection:
   def entry: TransportKinds.Entry
   /** As the flag, the config and summary.json spell it. */
   final def name: String = entry.name
+  override def toString: String = name
 
   /** The server its devices call, as the run's messages name it. */
   def server: DescriptorBudget.Server = DescriptorBudget.Server.Controller
@@ -51,7 +52,7 @@ trait TransportKind extends SessionFigures with SessionsSection:
   /** HTTP connections the fleet may hold open at once: its joins' and calls'. */
   def connections(settings: RunSettings): Int =
     if settings.connection == ConnectionMode.Shared then settings.http.connectionsFor(settings.fleet.devices) else settings.fleet.devices
-  /** Live heap a device holds, by what it keeps open (BENCHMARKS.md), in bytes. */
+  /** Live heap a device holds, by what it keeps open (BENCHMARKS.md, "Heap per device"), in bytes. */
   def heapPerDevice(tls: Boolean, ownConnection: Boolean): Long
   /** What would fail all of its devices alike, checked before any starts; a [[fleetsim.UsageError]] says what. */
   def preflight(): Unit = ()

@@ -13,7 +13,7 @@ import scala.util.Success
   * the order they asked. A fleet then never storms a server with more handshakes than it takes at
   * once: OpenSSH's MaxStartups starts dropping at 10, and a broker making TLS handshakes on one
   * thread falls behind a fast ramp until the connects piled up on it time out, back off and come
-  * again (BENCHMARKS.md, "MQTT connects in progress, bounded"). Wrap it around the metered sessions,
+  * again (bench/history/2026-11-24-mqtt-connects-bounded.md). Wrap it around the metered sessions,
   * so that a connect's time is the server's, not the wait for a turn.
   */
 final class GatedSessions(inner: Sessions, limit: Int)(using system: ActorSystem[?]) extends Sessions:

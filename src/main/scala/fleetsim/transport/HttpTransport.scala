@@ -47,8 +47,8 @@ final case class HttpSettings(
   require(keepAliveTimeout > Duration.Zero, "fleetsim.http.keep-alive-timeout must be positive")
 
   /** Connections for a fleet: one per 500 devices, at least 4 and at most 64. Few busy connections
-    * carry more calls per write than many idle ones (BENCHMARKS.md, "Scale after the pipelined client
-    * (docs/adr/0003), devices still on Pekko timers").
+    * carry more calls per write than many idle ones
+    * (bench/history/2026-11-21-scale-http-1m-pipelined-client.md).
     */
   def connectionsFor(devices: Int): Int = maxConnections.getOrElse((devices / 500).max(4).min(64))
 

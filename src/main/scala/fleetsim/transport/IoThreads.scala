@@ -5,7 +5,7 @@ import scala.concurrent.duration.FiniteDuration
 /** The threads a transport does its I/O on, offered to its devices. Device i's connection is on
   * thread `of(i)`; when its actor runs there and its wake-ups fire there, a send is written by the
   * thread that made it and its reply read by the same, and no other thread is woken for either
-  * (BENCHMARKS.md, "MQTT devices on their connections' event loop"). Their work must never block.
+  * (bench/history/2026-11-23-mqtt-cpu-event-loops.md). Their work must never block.
   */
 trait IoThreads:
   def size: Int

@@ -207,8 +207,8 @@ object PipelinedConnection:
 /** One ticker that fails overdue calls on all of a transport's connections, instead of a timer per
   * call. It looks only at connections with calls in flight: a fleet of SSH tunnels has one connection
   * a device, nearly all idle between reports, and scanning them all ten times a second took 7-9% of
-  * a 6,000-tunnel fleet's CPU samples (BENCHMARKS.md, "SSH ramp: Ed25519 by Bouncy Castle, and
-  * deadlines only for busy connections"). Once a second it closes the connections idle for
+  * a 6,000-tunnel fleet's CPU samples (bench/history/2026-11-24-ssh-ramp.md). Once a second it
+  * closes the connections idle for
   * `keepAlive`, the ones that asked for it.
   *
   * @param timeout how long a call may wait for its reply

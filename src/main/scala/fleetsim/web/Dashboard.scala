@@ -1,9 +1,10 @@
 package fleetsim.web
 
-import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, writeToString}
+import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, readFromArray, writeToString}
 import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.Config
 import fleetsim.{CannotBind, Caller}
+import fleetsim.control.{RunAction, RunControl}
 import fleetsim.metrics.Sample
 import fleetsim.report.{Assets, Output}
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -35,8 +36,9 @@ object DashboardSettings:
     DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"))
 
 /** The live dashboard: a page of charts fed one [[Sample]] a second over server-sent events,
-  * `/metrics` for Prometheus, and one control, `POST /api/devices/restart-stopped`. Aggregates only,
-  * so it is as light at a million devices as at ten.
+  * `/metrics` for Prometheus, and the run's controls ([[RunControl]]): `POST /api/devices/target`
+  * resizes the fleet, `POST /api/devices/restart-stopped` restarts the devices that stopped
+  * themselves. Aggregates only, so it is as light at a million devices as at ten.
   */
 final class Dashboard private (binding: Http.ServerBinding, samples: BoundedSourceQueue[Sample], history: Dashboard.History) extends Output:
   def address: InetSocketAddress = binding.localAddress
@@ -61,10 +63,8 @@ object Dashboard:
     }
     def all: List[Sample] = synchronized(samples.toList)
 
-  /** @param restartStopped starts again the run's devices that stopped themselves (once the run has
-    *   its devices); how many were Stopped
-    */
-  def start(settings: DashboardSettings, runJson: String, prometheus: PrometheusMeterRegistry, restartStopped: () => Future[Long])(using
+  /** @param control the run, once it has its devices */
+  def start(settings: DashboardSettings, runJson: String, prometheus: PrometheusMeterRegistry, control: Future[RunControl])(using
       system: ActorSystem[?]): Future[Dashboard] =
     given ExecutionContext = system.executionContext
     val history = History(600)
@@ -75,7 +75,7 @@ object Dashboard:
       .keepAlive(15.seconds, () => ServerSentEvent.heartbeat)
     // Bound by the user to an address other hosts reach (0.0.0.0, a LAN address): callers there are its users too.
     val anyHost = Try(InetAddress.getByName(settings.host)).toOption.exists(!_.isLoopbackAddress)
-    val route = concat(routes(runJson, prometheus, history, events), restart(anyHost, restartStopped))
+    val route = concat(routes(runJson, prometheus, history, events), controls(anyHost, control))
     Http(system.classicSystem)
       .newServerAt(settings.host, settings.port)
       .bind(route)
@@ -105,22 +105,48 @@ object Dashboard:
         })
     }
 
-  /** 202 `{"restarting": N}`: N devices were Stopped when the fleet was told. It changes the run, so
-    * it is guarded as the controller's admin API is ([[Caller.refusal]]): 403 `{"error": ...}`.
+  /** The run's controls. They change the run, so they are guarded as the controller's admin API is
+    * ([[Caller.refusal]]): 403 `{"error": ...}`.
+    *  - `GET /api/devices/target`: `{"planned": P, "target": T}`
+    *  - `POST /api/devices/target` `{"devices": N}`: 202 `{"planned": P, "target": N}`, or 400
+    *    `{"error": ...}` outside 0 to P
+    *  - `POST /api/devices/restart-stopped`: 202 `{"restarting": N}`, N devices Stopped when the fleet was told
     */
-  private def restart(anyHost: Boolean, restartStopped: () => Future[Long]): Route =
-    path("api" / "devices" / "restart-stopped") {
-      post {
-        extractRequest { request =>
-          Caller.refusal(request, "the dashboard's restart", anyHost, tunnelled = false) match
-            case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
-            case None => onSuccess(restartStopped())(n => complete(StatusCodes.Accepted, json(Restarting(n))))
-        }
+  private def controls(anyHost: Boolean, control: Future[RunControl]): Route =
+    def guarded(what: String)(inner: RunControl => Route): Route =
+      extractRequest { request =>
+        Caller.refusal(request, what, anyHost, tunnelled = false) match
+          case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
+          case None => onSuccess(control)(inner)
       }
+    pathPrefix("api" / "devices") {
+      concat(
+        path("target") {
+          concat(
+            get(onSuccess(control)(run => complete(json(Target(run.planned, run.target))))),
+            post {
+              guarded("the dashboard's resize") { run =>
+                entity(as[Array[Byte]]) { body =>
+                  Try(readFromArray[Resize](body)).toEither.left.map(_ => """the body must be {"devices": N}""").flatMap(r => run.resize(r.devices)) match
+                    case Right(n) => complete(StatusCodes.Accepted, json(Target(run.planned, n)))
+                    case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
+                }
+              }
+            })
+        },
+        path("restart-stopped") {
+          post {
+            guarded("the dashboard's restart")(run => onSuccess(run.act(RunAction.RestartStopped))(n => complete(StatusCodes.Accepted, json(Restarting(n)))))
+          }
+        })
     }
 
   private final case class Restarting(restarting: Long)
+  private final case class Target(planned: Int, target: Int)
+  private final case class Resize(devices: Int)
   private final case class Refused(error: String)
   private given JsonValueCodec[Restarting] = JsonCodecMaker.make
+  private given JsonValueCodec[Target] = JsonCodecMaker.make
+  private given JsonValueCodec[Resize] = JsonCodecMaker.make
   private given JsonValueCodec[Refused] = JsonCodecMaker.make
   private def json[A: JsonValueCodec](a: A) = HttpEntity(ContentTypes.`application/json`, writeToString(a))

@@ -11,8 +11,9 @@ import scala.util.Using
 /** The docs hold to the code, so that they cannot go stale unnoticed: each command's flags table
   * lists exactly the flags its `--help` prints (through Main.run, in this JVM), every flag the docs
   * name is one of fleetsim's, every relative link leads to a file (and heading) that exists, every
-  * BENCHMARKS.md section cited by title is a heading there, and README's first lines give a
-  * newcomer the two commands CI checks.
+  * BENCHMARKS.md section cited by title is a heading there and every bench/history/ file cited
+  * exists, every row of BENCHMARKS.md names the command that measured it, and README's first lines
+  * give a newcomer the two commands CI checks.
   */
 class DocsSpec extends AnyWordSpec:
   import DocsSpec.*
@@ -69,24 +70,37 @@ class DocsSpec extends AnyWordSpec:
 
     "link only to files and headings that exist" in {
       val broken = for
-        file <- docs
+        file <- docs ++ Seq(Benchmarks, History.resolve("README.md"))
         target <- links(read(file)) if !target.matches("^[a-z]+:.*")
         problem <- linkProblem(file, target)
       yield s"$file: ($target) $problem"
       if broken.nonEmpty then fail(broken.distinct.mkString("links that lead nowhere:\n", "\n", ""))
     }
 
-    "cite BENCHMARKS.md sections by titles it has" in {
-      val titles = read(Path.of("BENCHMARKS.md")).linesIterator.filter(_.startsWith("### ")).map(_.drop(4).trim)
-        .flatMap(h => Seq(h, h.split(" — ").head.trim)).toSet
-      val cited = Seq(Path.of("src", "main"), Path.of("docs")).flatMap(d => Using.resource(Files.walk(d))(_.iterator.asScala.toList))
-        .filter(p => Files.isRegularFile(p) && Seq(".scala", ".conf", ".md").exists(p.toString.endsWith)) ++
-        Seq(Path.of("README.md"), Path.of("fleetsim"))
-      val missing = for
-        file <- cited
-        title <- citations(read(file)) if !titles(title)
-      yield s"$file: \"$title\""
-      if missing.nonEmpty then fail(missing.distinct.mkString("cited, but no '### ' heading in BENCHMARKS.md has the title:\n", "\n", ""))
+    "cite BENCHMARKS.md by headings it has, and bench/history/ by files that exist" in {
+      val headings = read(Benchmarks).linesIterator.filter(_.matches("^#{2,6} .*")).map(_.dropWhile(_ == '#').trim).toSet
+      val citing = Seq(Path.of("src", "main"), Path.of("docs"), Path.of("bench")).flatMap(d => Using.resource(Files.walk(d))(_.iterator.asScala.toList))
+        .filter(p => Files.isRegularFile(p) && Seq(".scala", ".conf", ".md", ".sh").exists(p.toString.endsWith))
+        .filterNot(p => p.startsWith(History) && p != History.resolve("README.md")) ++ // runs are records of their day
+        Seq(Path.of("README.md"), Path.of("fleetsim"), Benchmarks)
+      val missing = citing.flatMap { file =>
+        val text = read(file)
+        citations(text).filterNot(headings).map(title => s"$file: \"$title\" is no heading of BENCHMARKS.md") ++
+          HistoryFile.findAllMatchIn(text).map(_.group(1)).filterNot(name => Files.isRegularFile(History.resolve(name)))
+            .map(name => s"$file: bench/history/$name does not exist")
+      }
+      if missing.nonEmpty then fail(missing.distinct.mkString("cited, but not there:\n", "\n", ""))
+    }
+
+    "name in each row of BENCHMARKS.md the command that measured it" in {
+      val problems = for
+        table <- tables(read(Benchmarks))
+        column = cells(table.head).indexOf("command")
+        row <- if column < 0 then Seq(table.head) else table.drop(2) // header and rule
+        if !cells(row).lift(column).exists(Command.findFirstIn(_).isDefined)
+      yield row
+      if problems.nonEmpty then
+        fail(problems.mkString("BENCHMARKS.md rows without a command (a `bench/...` or `...fleetsim...` span in its column 'command'):\n", "\n", ""))
     }
 
     "give a newcomer the two commands in README's first 40 lines" in {
@@ -107,6 +121,23 @@ object DocsSpec:
   private val Flag = """(?<![\w-])--([a-z][a-z0-9-]*)""".r
 
   private def read(file: Path): String = Files.readString(file, UTF_8)
+
+  /** Today's figures, and every run they come from. */
+  private val Benchmarks = Path.of("BENCHMARKS.md")
+  private val History = Path.of("bench", "history")
+  /** A history file named: a date and what was measured, or the list of them. */
+  private val HistoryFile = """bench/history/((?:\d{4}-\d{2}-\d{2}-[\w.-]+|README)\.md)""".r
+  /** A command in a row: a code span running a bench script or fleetsim. */
+  private val Command = """`[^`]*(?:bench/|fleetsim)[^`]*`""".r
+
+  /** The tables of a Markdown text, each as its lines: header, rule, rows. */
+  private def tables(text: String): Seq[Seq[String]] =
+    val lines = text.linesIterator.toVector
+    lines.indices.filter(i => lines(i).startsWith("|") && (i == 0 || !lines(i - 1).startsWith("|")))
+      .map(i => lines.drop(i).takeWhile(_.startsWith("|")))
+
+  /** A table row's cells, trimmed. */
+  private def cells(row: String): Seq[String] = row.split("""(?<!\\)\|""").toSeq.drop(1).map(_.trim)
 
   /** Markdown links' targets, outside code blocks and code spans. */
   private def links(text: String): Seq[String] =

@@ -312,6 +312,21 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(Reporting, Tunneling)
       assert(tunnel.closed)
 
+    "power off without a word, its tunnel dropped and nothing sent, then on again as after a reboot" in new Fixture(withTunnels = true):
+      val tunnel = joinAndTunnel()
+      device ! Device.Power(0, 7, on = false) // devices 0 to 6: not this one
+      device ! Device.Power(7, 8, on = false)
+      expectMove(Reporting, Off)
+      assert(tunnel.closed)
+      quietFor(60.seconds, tunnelCalls)
+      calls.expectNoMessage(50.millis)
+      device ! Device.Restart // for Stopped devices only
+      moves.expectNoMessage(50.millis)
+      device ! Device.Power(7, 8, on = true)
+      expectMove(Off, Discovering)
+      nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 1))
+      expectMove(Discovering, Tunneling)
+
     "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)

@@ -13,6 +13,12 @@ object ChildJvm:
   /** Options every child JVM of the tests takes, before its own. */
   val Options: Seq[String] = Seq("-XX:TieredStopAtLevel=1")
 
-  /** `java -Xmx<heap> [options] -cp <classpath> fleetsim.cli.Main args...`, with the tests' class path unless told. */
-  def command(heap: String, args: Seq[String], options: Seq[String] = Nil, classpath: String = System.getProperty("java.class.path")): Seq[String] =
-    Seq(java, s"-Xmx$heap") ++ Options ++ options ++ Seq("-cp", classpath, "fleetsim.cli.Main") ++ args
+  /** `java -Xmx<heap> [options] -cp <classpath> fleetsim.cli.Main args...`, with the tests' class path unless told.
+    *
+    * @param niceness above 0, the child runs under `nice -n niceness`: it takes the CPU the processes
+    * of normal priority leave, so a suite of many JVMs cannot starve the suite running beside it
+    */
+  def command(heap: String, args: Seq[String], options: Seq[String] = Nil, classpath: String = System.getProperty("java.class.path"),
+      niceness: Int = 0): Seq[String] =
+    val nice = if niceness > 0 then Seq("nice", "-n", niceness.toString) else Nil
+    nice ++ Seq(java, s"-Xmx$heap") ++ Options ++ options ++ Seq("-cp", classpath, "fleetsim.cli.Main") ++ args

@@ -104,6 +104,28 @@ class MetricsSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "A run's outputs" should {
+    "each get the summary even when one before them fails" in {
+      val c = config(5)
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        val told = LinkedBlockingQueue[String]()
+        run.add("broken", new fleetsim.report.Output {
+          override def sample(s: Sample): Unit = throw IllegalStateException("a disk full, say")
+          override def finish(summary: fleetsim.report.Summary): Unit = throw IllegalStateException("a disk full, say")
+        })
+        run.add("after", new fleetsim.report.Output {
+          override def sample(s: Sample): Unit = told.add("sample")
+          override def finish(summary: fleetsim.report.Summary): Unit = told.add("summary")
+        })
+        eventually(assert(run.metrics.devicesByState(Reporting) == 5 && told.contains("sample")))
+        Await.result(run.finish("test over"), 60.seconds)
+        assert(told.contains("summary"))
+        for file <- Seq("summary.json", "report.html", "timeseries.jsonl") do assert(Files.isRegularFile(run.settings.resultsDir.resolve(file)), file)
+      }
+    }
+  }
+
   "Lateness" should {
     "rise when the simulator is starved of threads" in {
       // One dispatcher thread for everything, then an actor that hogs it half a second at a time.
@@ -111,7 +133,7 @@ class MetricsSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         val samples = LinkedBlockingQueue[Sample]()
-        run.add(new fleetsim.report.Output { override def sample(s: fleetsim.metrics.Sample): Unit = samples.add(s) })
+        run.add("samples", new fleetsim.report.Output { override def sample(s: fleetsim.metrics.Sample): Unit = samples.add(s) })
         eventually(assert(run.metrics.devicesByState(Reporting) == 200))
         def heartbeatLatenessP99(seconds: Int): Double =
           samples.clear()

@@ -8,10 +8,12 @@ import org.scalatest.wordspec.AnyWordSpecLike
 
 /** The fleet passes its commands on to every device, whichever group parents it. */
 class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
-  /** A device that says when it started and when it was told to restart. */
+  /** A device that says when it started, when it was told to restart, and when it was powered off or on. */
   private final class StandIn(number: Int, heard: ActorRef[(String, Int)]) extends Actor:
     override def preStart(): Unit = heard ! ("started", number)
-    def receive: Receive = { case Device.Restart => heard ! ("restart", number) }
+    def receive: Receive =
+      case Device.Restart => heard ! ("restart", number)
+      case Device.Power(from, until, on) => if number >= from && number < until then heard ! ((if on then "on" else "off"), number)
 
   "Fleet.RestartStopped" should {
     "reach every device, in every group" in {
@@ -21,6 +23,25 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       assert(heard.receiveMessages(devices).map(_._2).toSet == (0 until devices).toSet)
       fleet ! Fleet.RestartStopped
       assert(heard.receiveMessages(devices).toSet == (0 until devices).map(("restart", _)).toSet)
+      heard.expectNoMessage()
+    }
+  }
+
+  "Fleet.Resize" should {
+    "power off the devices numbered from the new size up, power them on again when it grows, and start the rest" in {
+      val devices = Fleet.GroupSize + 2
+      val heard = createTestProbe[(String, Int)]()
+      val fleet = spawn(Fleet(FleetSettings(devices, 1_000_000, None, 0L), i => Props(StandIn(i, heard.ref)), target = 900))
+      assert(heard.receiveMessages(900).map(_._2).toSet == (0 until 900).toSet) // a resize before the start
+      heard.expectNoMessage()
+      fleet ! Fleet.Resize(500)
+      assert(heard.receiveMessages(400).toSet == (500 until 900).map(("off", _)).toSet)
+      heard.expectNoMessage()
+      fleet ! Fleet.Resize(devices + 10) // no further than planned
+      val grown = heard.receiveMessages(devices - 500).toSet
+      assert(grown == ((500 until 900).map(("on", _)) ++ (900 until devices).map(("started", _))).toSet)
+      heard.expectNoMessage()
+      fleet ! Fleet.Resize(devices)
       heard.expectNoMessage()
     }
   }

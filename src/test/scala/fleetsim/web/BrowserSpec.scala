@@ -35,7 +35,7 @@ class BrowserSpec extends AnyWordSpec with Eventually:
     """).withFallback(ConfigFactory.load()).resolve()
 
   "The live dashboard" should {
-    "load, receive live data within seconds, and show the fleet's devices per state" in {
+    "load, receive live data within seconds, show the fleet's devices per state, and resize the fleet" in {
       withSystem(config) {
         val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == 60))
@@ -51,6 +51,17 @@ class BrowserSpec extends AnyWordSpec with Eventually:
           val points = js(driver, "return window.fleetsim.charts.devices.chart.data.datasets[2].data.length").asInstanceOf[java.lang.Long]
           assert(points >= 3) // the Reporting line has live points
           screenshot(driver, "dashboard.png")
+          // Its resize control, as a user would use it.
+          val size = driver.findElement(By.id("resize-to"))
+          eventually(assert(size.getAttribute("value") == "60"))
+          size.clear()
+          size.sendKeys("40")
+          driver.findElement(By.id("resize")).click()
+          eventually {
+            assert(driver.findElement(By.id("control-said")).getText == """{"planned":60,"target":40}""")
+            assert(driver.findElement(By.id("state-Off")).getText == "20")
+            assert(driver.findElement(By.id("running")).getText == "40")
+          }
         }
         Await.result(run.finish("test over"), 60.seconds)
       }
@@ -66,7 +77,8 @@ class BrowserSpec extends AnyWordSpec with Eventually:
         WebDriverWait(driver, Duration.ofSeconds(20)).until(_ => js(driver, "return window.fleetsimReport !== undefined") == java.lang.Boolean.TRUE)
         assert(js(driver, "return window.fleetsimReport.samples").asInstanceOf[java.lang.Long] >= 3)
         assert(js(driver, "return Object.keys(Chart.instances).length").asInstanceOf[java.lang.Long] >= 10)
-        assert(driver.findElement(By.id("state-Reporting")).getText == "60")
+        assert(driver.findElement(By.id("state-Reporting")).getText == "40") // the dashboard test resized its fleet from 60
+        assert(driver.findElement(By.id("state-Off")).getText == "20")
         assert(driver.findElement(By.tagName("table")).getText.contains("heartbeat"))
         screenshot(driver, "report.png")
       }

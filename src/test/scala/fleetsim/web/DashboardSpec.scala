@@ -1,8 +1,10 @@
 package fleetsim.web
 
 import com.typesafe.config.ConfigFactory
+import fleetsim.control.{RunAction, RunControl}
 import fleetsim.run.{FleetRun, RunSettings}
-import fleetsim.device.DeviceState.Reporting
+import fleetsim.device.DeviceState.{Off, Reporting}
+import fleetsim.report.Summary
 import fleetsim.e2e.withSystem
 import io.micrometer.prometheusmetrics.{PrometheusConfig, PrometheusMeterRegistry}
 import org.scalatest.concurrent.Eventually
@@ -16,8 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger
 import scala.concurrent.duration.*
 import scala.concurrent.{Await, Future}
 
-/** The dashboard's control, `POST /api/devices/restart-stopped`, over a real socket on loopback;
-  * CallerSpec has who it answers case by case.
+/** The dashboard's controls, `/api/devices/target` and `/api/devices/restart-stopped`, over a real
+  * socket on loopback; CallerSpec has who they answer case by case.
   */
 class DashboardSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(30, Seconds), Span(100, Millis))
@@ -30,39 +32,53 @@ class DashboardSpec extends AnyWordSpec with Eventually:
   private val http = HttpClient.newBuilder().connectTimeout(java.time.Duration.ofSeconds(5)).build()
 
   private def call(url: String, method: String, headers: (String, String)*): HttpResponse[String] =
-    val request = headers.foldLeft(HttpRequest.newBuilder(URI(url + "api/devices/restart-stopped")).timeout(java.time.Duration.ofSeconds(10))) {
+    send(url + "api/devices/restart-stopped", method, "", headers*)
+
+  private def send(url: String, method: String, body: String, headers: (String, String)*): HttpResponse[String] =
+    val request = headers.foldLeft(HttpRequest.newBuilder(URI(url)).timeout(java.time.Duration.ofSeconds(10))) {
       case (builder, (name, value)) => builder.header(name, value)
     }
-    http.send(request.method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString())
+    val publisher = if body.isEmpty then HttpRequest.BodyPublishers.noBody() else HttpRequest.BodyPublishers.ofString(body)
+    http.send(request.method(method, publisher).build(), HttpResponse.BodyHandlers.ofString())
 
-  /** A dashboard on 127.0.0.1, port 0, whose restart says 3 devices were Stopped and counts how often it was asked. */
-  private def withDashboard(test: (Dashboard, AtomicInteger) => Unit): Unit =
+  /** A run of 10 planned devices that counts its restarts, says 3 devices were Stopped, and keeps the size it is given. */
+  private final class Counted extends RunControl:
+    val restarts = AtomicInteger()
+    @volatile var target = 10
+    def planned: Int = 10
+    def resize(devices: Int): Either[String, Int] =
+      if devices > planned then Left(s"at most $planned") else { target = devices; Right(devices) }
+    def act(action: RunAction): Future[Long] = Future.successful { restarts.incrementAndGet(); 3L }
+    def stop(reason: String): Future[Summary] = Future.never
+
+  /** A dashboard on 127.0.0.1, port 0, controlling a [[Counted]] run. */
+  private def withDashboard(test: (Dashboard, Counted) => Unit): Unit =
     withSystem(config) {
-      val restarts = AtomicInteger()
+      val run = Counted()
       val dashboard = Await.result(Dashboard.start(DashboardSettings(enabled = true, "127.0.0.1", 0), "{}",
-        PrometheusMeterRegistry(PrometheusConfig.DEFAULT), () => Future.successful { restarts.incrementAndGet(); 3L }), 10.seconds)
-      test(dashboard, restarts)
+        PrometheusMeterRegistry(PrometheusConfig.DEFAULT), Future.successful(run)), 10.seconds)
+      test(dashboard, run)
     }
 
   "POST /api/devices/restart-stopped" should {
-    "restart the stopped devices for a script or the dashboard's own page: 202 and how many were Stopped" in withDashboard { (dashboard, restarts) =>
+    "restart the stopped devices for a script or the dashboard's own page: 202 and how many were Stopped" in withDashboard { (dashboard, run) =>
       val own = dashboard.url.stripSuffix("/") // http://127.0.0.1:PORT, the origin of the pages it serves
       for headers <- Seq(Nil, Seq("Origin" -> own, "Sec-Fetch-Site" -> "same-origin")) do
         val reply = call(dashboard.url, "POST", headers*)
         assert(reply.statusCode == 202, reply.body)
         assert(reply.body == """{"restarting":3}""")
         assert(reply.headers.firstValue("Content-Type").get.startsWith("application/json"))
-      assert(restarts.get == 2)
+      assert(run.restarts.get == 2)
     }
 
-    "refuse a page of another site or origin with 403, restarting nothing" in withDashboard { (dashboard, restarts) =>
+    "refuse a page of another site or origin with 403, restarting nothing" in withDashboard { (dashboard, run) =>
       for headers <- Seq(Seq("Sec-Fetch-Site" -> "cross-site"), Seq("Sec-Fetch-Site" -> "same-site"), Seq("Origin" -> "http://evil.example"),
           Seq("Origin" -> "null")) do
         val reply = call(dashboard.url, "POST", headers*)
         assert(reply.statusCode == 403, s"$headers: ${reply.body}")
         assert(reply.body.startsWith("""{"error":"the dashboard's restart takes no POST from a page of another"""), reply.body)
       assert(call(dashboard.url, "GET").statusCode == 404) // only a POST restarts
-      assert(restarts.get == 0)
+      assert(run.restarts.get == 0)
     }
 
     "tell a run's fleet, and answer with its devices Stopped" in {
@@ -72,6 +88,41 @@ class DashboardSpec extends AnyWordSpec with Eventually:
         val reply = call(run.dashboard.get.url, "POST")
         assert(reply.statusCode == 202 && reply.body == """{"restarting":0}""", reply.body)
         Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
+
+  "/api/devices/target" should {
+    "say the run's planned and wanted sizes, and resize it on a POST: 202, or 400 with why" in withDashboard { (dashboard, run) =>
+      val url = dashboard.url + "api/devices/target"
+      assert(send(url, "GET", "").body == """{"planned":10,"target":10}""")
+      val resized = send(url, "POST", """{"devices": 4}""")
+      assert(resized.statusCode == 202 && resized.body == """{"planned":10,"target":4}""", resized.body)
+      assert(run.target == 4)
+      for (body, error) <- Seq("""{"devices": 11}""" -> "at most 10", """{"size": 4}""" -> """the body must be {\"devices\": N}""",
+          "4" -> """the body must be {\"devices\": N}""") do
+        val refused = send(url, "POST", body)
+        assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", s"$body: ${refused.body}")
+      assert(send(url, "POST", """{"devices": 2}""", "Sec-Fetch-Site" -> "cross-site").statusCode == 403)
+      assert(run.target == 4)
+    }
+
+    "shrink a run's fleet, its devices from the new size up Off, and grow it back, those joining afresh" in {
+      withSystem(config) {
+        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
+        try
+          val url = run.dashboard.get.url + "api/devices/target"
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
+          val joins = run.controller.get.counts.received("join")
+          assert(send(url, "POST", """{"devices": 2}""").statusCode == 202)
+          eventually(assert(run.metrics.devicesByState(Reporting) == 2 && run.metrics.devicesByState(Off) == 3))
+          assert(send(url, "GET", "").body == """{"planned":5,"target":2}""")
+          assert(send(url, "POST", """{"devices": 5}""").statusCode == 202)
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
+          assert(run.controller.get.counts.received("join") == joins + 3) // powered on as after a reboot: they join again
+        finally
+          val summary = Await.result(run.finish("test over"), 60.seconds)
+          assert(summary.devices.byState("Off") == 0)
       }
     }
   }

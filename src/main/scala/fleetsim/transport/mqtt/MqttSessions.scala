@@ -55,7 +55,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       .nettyThreads(1)
       // Callbacks (PUBACKs, pushes, connects) run where the client completes them, on the event loop:
       // what they do never blocks, and a hand-over to a thread pool of its own woke a sleeping thread
-      // for each publish (BENCHMARKS.md, "Where an MQTT publish's CPU goes, after two fewer thread crossings").
+      // for each publish (bench/history/2026-11-23-mqtt-cpu-thread-crossings.md).
       .applicationScheduler(Schedulers.from((task: Runnable) => task.run()))
       .build()
   }
@@ -226,8 +226,8 @@ object MqttSessions:
 
   /** Devices an event loop carries before the sessions take another, up to one a core. A loop wakes
     * for its own timer ticks and reads: two loops for a small fleet woke twice as often for the same
-    * publishes, about a fifth more CPU a publish at 1,000 devices (BENCHMARKS.md, "One event loop for
-    * a small MQTT fleet").
+    * publishes, about a fifth more CPU a publish at 1,000 devices
+    * (bench/history/2026-11-23-mqtt-one-event-loop.md).
     */
   val DevicesPerLoop = 5000
 

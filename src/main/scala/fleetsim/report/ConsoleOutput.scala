@@ -1,19 +1,19 @@
-package fleetsim.cli
+package fleetsim.report
 
 import fleetsim.metrics.{Sample, TunnelSample}
-import fleetsim.report.Output
 
 import java.io.PrintStream
 import java.time.format.DateTimeFormatter
 import java.time.{Instant, ZoneId}
 
-/** The once-a-second line: devices per state, replies per second, errors, p99 latency, and the
-  * devices' own sessions when they hold any. On a terminal it rewrites itself in place and shows a
+/** The run on the console: what it runs at the start; then the once-a-second status line (devices
+  * per state, replies per second, errors, p99 latency, and the devices' own sessions when they hold
+  * any); the summary at the end. On a terminal the status line rewrites itself in place and shows a
   * progress bar while ramping; otherwise it prints plain lines, one per tick, for logs and pipes.
   *
   * @param sessions the sessions' fields, in their transport kind's words ([[fleetsim.run.TransportKind.statusFields]])
   */
-final class StatusLine(out: PrintStream, terminal: Boolean, sessions: TunnelSample => String) extends Output:
+final class ConsoleOutput(out: PrintStream, terminal: Boolean, sessions: TunnelSample => String) extends Output:
   private val clock = DateTimeFormatter.ofPattern("HH:mm:ss").withZone(ZoneId.systemDefault())
   private var errors = 0L
 
@@ -30,8 +30,21 @@ final class StatusLine(out: PrintStream, terminal: Boolean, sessions: TunnelSamp
     out.flush()
   }
 
-  /** Ends an in-place line so that what follows starts on its own line. */
-  def close(): Unit = if terminal then { out.println(); out.flush() }
+  @volatile private var resultsDir = "the results folder"
+
+  override def start(run: RunStart): Unit =
+    resultsDir = run.resultsDir.toString
+    run.servers.foreach(server => out.println(s"fleetsim: $server"))
+    out.println(s"fleetsim: ${run.devices} ${run.transport} devices against ${run.against}, ramping at ${
+        BigDecimal(run.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
+      run.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${run.resultsDir}")
+
+  override def finish(summary: Summary): Unit = synchronized {
+    if terminal then out.println() // ends the in-place line
+    out.println(Summary.render(summary))
+    out.println(s"fleetsim: ${Summary.FileName} and ${Report.FileName} written to $resultsDir")
+    out.flush()
+  }
 
   private def progress(running: Long, target: Int): String =
     val width = 20
