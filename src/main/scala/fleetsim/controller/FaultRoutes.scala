@@ -67,6 +67,6 @@ private final class FaultRoutes(registry: Registry, gateway: () => Option[SshGat
             complete(json(faults))
           catch
             case e: JsonReaderException => complete(StatusCodes.BadRequest, s"expected {errorRate, latencyMs, throttleRate, retryAfterS}: ${e.getMessage}")
-            case e: IllegalArgumentException => complete(StatusCodes.BadRequest, e.getMessage)
+            case e: IllegalArgumentException => complete(StatusCodes.BadRequest, e.getMessage.stripPrefix("requirement failed: "))
         })
     })

@@ -53,12 +53,12 @@ class FaultRoutesSpec extends AnyWordSpec with RoutesFixture with Eventually:
       for (body, says) <- Seq(
           "not json" -> expected,
           """{"latencyMs":"slow"}""" -> expected,
-          """{"errorRate":1.5}""" -> "requirement failed: errorRate must be between 0 and 1",
-          """{"errorRate":-0.1}""" -> "requirement failed: errorRate must be between 0 and 1",
-          """{"errorRate":0.5,"throttleRate":0.6}""" -> "requirement failed: throttleRate must be between 0 and 1 - errorRate",
-          """{"throttleRate":-0.5}""" -> "requirement failed: throttleRate must be between 0 and 1 - errorRate",
-          """{"latencyMs":-1}""" -> "requirement failed: latencyMs must not be negative",
-          """{"retryAfterS":-1}""" -> "requirement failed: retryAfterS must not be negative")
+          """{"errorRate":1.5}""" -> "errorRate must be between 0 and 1",
+          """{"errorRate":-0.1}""" -> "errorRate must be between 0 and 1",
+          """{"errorRate":0.5,"throttleRate":0.6}""" -> "throttleRate must be between 0 and 1 - errorRate",
+          """{"throttleRate":-0.5}""" -> "throttleRate must be between 0 and 1 - errorRate",
+          """{"latencyMs":-1}""" -> "latencyMs must not be negative",
+          """{"retryAfterS":-1}""" -> "retryAfterS must not be negative")
       do
         val (status, reply) = put(r, body)
         assert(status == 400 && reply.startsWith(says), s"$body: $status $reply") // a JSON mistake goes on to say where
