@@ -16,7 +16,7 @@ import org.apache.sshd.client.future.OpenFuture
 import org.apache.sshd.common.SshConstants
 import org.apache.sshd.common.channel.exception.SshChannelOpenException
 import org.apache.sshd.common.channel.{Channel, ChannelAsyncInputStream, ChannelAsyncOutputStream, ChannelFactory}
-import org.apache.sshd.common.config.keys.PublicKeyEntry
+import org.apache.sshd.common.config.keys.{PublicKeyEntry, PublicKeyEntryResolver}
 import org.apache.sshd.common.session.Session
 import org.apache.sshd.common.util.buffer.{Buffer, ByteArrayBuffer}
 import org.apache.sshd.common.util.security.SecurityUtils
@@ -33,7 +33,7 @@ import java.time.Duration as JDuration
 import java.util.concurrent.ThreadLocalRandom
 import scala.concurrent.{ExecutionContext, Future}
 import scala.jdk.CollectionConverters.*
-import scala.util.Success
+import scala.util.{Success, Try}
 
 /** The reference controller's SSH server, in its process or (`fleetsim ssh-gateway`) in one of its
   * own. Devices that joined log in with their MAC and the key they presented at join; their
@@ -58,6 +58,15 @@ object SshGateway:
   val Tunnelled: AttributeKey[String] = AttributeKey[String]("fleetsim-tunnelled")
   /** What a gateway in a process of its own marks the calls it forwards with: the device's login. */
   val TunnelledHeader = "Fleetsim-Tunnelled"
+  private val tunnelledHeader = TunnelledHeader.toLowerCase
+
+  /** The call came through a tunnel: of this controller's SSH server, or of a gateway in a process of its own. */
+  def tunnelled(request: HttpRequest): Boolean =
+    request.attribute(Tunnelled).isDefined || request.headers.exists(_.is(tunnelledHeader))
+
+  /** An OpenSSH public key line (`ssh-ed25519 AAAA...`), as a device presents it at join and a gateway in its [[KeyCheck]]. */
+  def publicKey(text: String): Try[java.security.PublicKey] =
+    Try(PublicKeyEntry.parsePublicKeyEntry(text).resolvePublicKey(null, null, PublicKeyEntryResolver.FAILING))
 
   /** The controller's own SSH server.
     *

@@ -99,7 +99,7 @@ enum FailureReason(val key: String):
 final class KnownFailure(val reason: FailureReason, message: String) extends RuntimeException(message, null, false, false)
 
 /** SSH's endpoint lives with SSH; this alias keeps the places that import it from here compiling
-  * (controller/ControllerRoutes, profile/ProfiledDevice, both being reworked apart): remove it once
+  * (controller/ProtocolV1Routes, profile/ProfiledDevice, both being reworked apart): remove it once
   * they import [[ssh.SshEndpoint]].
   */
 type SshEndpoint = ssh.SshEndpoint

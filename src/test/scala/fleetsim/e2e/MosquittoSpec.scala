@@ -9,11 +9,9 @@ import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.net.{InetSocketAddress, Socket}
-import java.nio.file.{Files, Path}
+import java.nio.file.Files
 import scala.concurrent.Await
 import scala.concurrent.duration.*
-import scala.jdk.CollectionConverters.*
 
 /** MQTT fleets against a real broker: Debian's mosquitto in its own process on 127.0.0.1, with a
   * password file, a TLS listener that requires client certificates, and restarts.
@@ -24,61 +22,7 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
   private val Devices = 200
   private val dir = Files.createTempDirectory("fleetsim-mosquitto")
 
-  /** mosquitto with `settings` under a listener on a free loopback port; its log in `log`. */
-  private final class Mosquitto(settings: String):
-    val port: Int = freePort()
-    private val home = Files.createTempDirectory(dir, "broker")
-    val log: Path = home.resolve("mosquitto.log")
-    private val conf = Files.writeString(home.resolve("mosquitto.conf"),
-      s"""listener $port 127.0.0.1
-         |user ${System.getProperty("user.name")}
-         |persistence false
-         |log_dest file $log
-         |log_type all
-         |connection_messages true
-         |$settings
-         |""".stripMargin)
-    private var process = start()
-
-    private def start(): Process =
-      val p = ProcessBuilder(Programs.mosquitto.toString, "-c", conf.toString).redirectErrorStream(true)
-        .redirectOutput(home.resolve("out.txt").toFile).start()
-      eventually {
-        assert(p.isAlive, Files.readString(home.resolve("out.txt")))
-        val probe = Socket()
-        try probe.connect(InetSocketAddress("127.0.0.1", port), 1000) finally probe.close()
-      }
-      p
-
-    def restart(): Unit =
-      process.destroyForcibly().waitFor()
-      process = start()
-
-    def stop(): Unit = process.destroyForcibly().waitFor()
-
-    /** Stops the broker's process (SIGSTOP): the kernel still takes connections into its backlog, but
-      * nothing answers them; `resume` lets it go on.
-      */
-    def pause(): Unit = Programs.run("kill", "-STOP", process.pid.toString)
-    def resume(): Unit = Programs.run("kill", "-CONT", process.pid.toString)
-
-    /** Connections to the broker open or opening now, counted from the clients' ends in /proc/net/tcp
-      * and tcp6 (a JVM's sockets are IPv6 ones, to 127.0.0.1 mapped): connected or sending SYN; a
-      * closing socket no longer counts.
-      */
-    def clientConnections: Int =
-      val remote = f":$port%04X"
-      Seq("tcp", "tcp6").flatMap(f => Files.readAllLines(Path.of("/proc/net", f)).asScala.drop(1)).map(_.trim.split("\\s+")).count { f =>
-        f(2).endsWith(remote) && (f(3) == "01" || f(3) == "02")
-      }
-
-    /** The user names the broker logged its clients in with (`u'NAME'` on each new connection). */
-    def identities: Set[String] =
-      Files.readAllLines(log).asScala.flatMap(l => "u'([^']*)'".r.findFirstMatchIn(l).map(_.group(1))).toSet
-
-  private def withBroker(settings: String)(test: Mosquitto => Unit): Unit =
-    val broker = Mosquitto(settings)
-    try test(broker) finally broker.stop()
+  private def withBroker(settings: String)(test: Mosquitto => Unit): Unit = Mosquitto.around(dir, settings)(test)
 
   /** iot-mqtt, reporting every second, with `mqtt` lines added to its mqtt block and `top` before it. */
   private def profile(top: String = "", mqtt: String = ""): String =
@@ -98,12 +42,9 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
 
   "An MQTT fleet against mosquitto" should {
     "log in with each device's own user name and password, and count the one device whose password is wrong" in {
-      val passwords = Files.createTempFile(dir, "passwd", "")
       val csv = Files.createTempFile(dir, "devices", ".csv")
       val users = (0 until Devices).map(n => s"sensor-$n") // a password file's names cannot hold a MAC's colons
-      Files.writeString(passwords, users.zipWithIndex.map((user, n) => s"$user:secret-$n\n").mkString)
-      val hashed = ProcessBuilder(Programs.mosquittoPasswd.toString, "-U", passwords.toString).redirectErrorStream(true).start()
-      assert(hashed.waitFor() == 0, String(hashed.getInputStream.readAllBytes()))
+      val passwords = Mosquitto.passwordFile(dir, users.zipWithIndex.map((user, n) => user -> s"secret-$n"))
       Files.writeString(csv, "password\n" + (0 until Devices).map(n => if n == 7 then "wrong\n" else s"secret-$n\n").mkString)
       withBroker(s"allow_anonymous false\npassword_file $passwords") { broker =>
         val c = config(s"mqtt://127.0.0.1:${broker.port}",
