@@ -137,7 +137,9 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     private val inFlight = AtomicInteger()
 
     def send(device: Int, request: Request): Future[Reply] =
-      if inFlight.incrementAndGet() > options.maxInFlight then
+      // Lost: the client, still settling its state, could hold the publish until the deadline.
+      if lost.isCompleted then Future.successful(Broken)
+      else if inFlight.incrementAndGet() > options.maxInFlight then
         inFlight.decrementAndGet()
         Future.successful(Overloaded)
       else
@@ -223,6 +225,7 @@ object MqttSessions:
   private val Delivered = Reply.Response(200, Array.emptyByteArray)
   private val Overloaded = Reply.Failed(FailureReason.Overloaded)
   private val TimedOut = Reply.Failed(FailureReason.TimedOut)
+  private val Broken = Reply.Failed(FailureReason.ProtocolError)
 
   /** Devices an event loop carries before the sessions take another, up to one a core. A loop wakes
     * for its own timer ticks and reads: two loops for a small fleet woke twice as often for the same
