@@ -2,7 +2,8 @@ package fleetsim.profile
 
 import com.typesafe.config.*
 import fleetsim.device.{DeviceScope, First, Periodic, Registers, Retry, Spread, Trigger}
-import fleetsim.Csv
+import fleetsim.{Csv, HoconChecks}
+import fleetsim.HoconChecks.{Unreadable, inFileOrder, positiveDuration}
 import fleetsim.fleet.FleetSettings
 import fleetsim.transport.{ConnectionMode, MessageKind, ReplyLimits, UrlTransport}
 import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
@@ -19,6 +20,9 @@ import scala.jdk.CollectionConverters.*
 /** A mistake in a device profile: one line that says where (file:line), what, and how to fix it. */
 final class ProfileError(message: String) extends Exception(message)
 
+/** The HOCON checks, failing with a [[ProfileError]]. */
+private[profile] val ProfileChecks = HoconChecks(ProfileError(_))
+
 /** What a profile is compiled for: who the devices are, and what the run gives them.
   *
   * @param settings the run's layered config: a profile may use its values (`${fleetsim.fleet.model}`)
@@ -31,6 +35,8 @@ final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], sett
   * reaches a device.
   */
 object ProfileLoader:
+  import ProfileChecks.*
+
   /** The profiles inside fleetsim, by name: `--device-profile ap-v1`. */
   val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "ap-shell", "iot-telemetry", "iot-mqtt")
 
@@ -51,7 +57,7 @@ object ProfileLoader:
     val transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport")).map { value =>
       value.unwrapped match
         case t @ ("http" | "ssh" | "mqtt") => t.asInstanceOf[String]
-        case other => throw ProfileError(s"${where(value)}: transport must be http, ssh or mqtt (got '$other')")
+        case other => fail(value, s"transport must be http, ssh or mqtt (got '$other')")
     }
     private val connection = Option.when(config.hasPath("connection"))(config.getValue("connection"))
 
@@ -64,20 +70,20 @@ object ProfileLoader:
     /** The profile's transport, checked against the one the command line asks for. */
     def transportFor(asked: Option[String]): String = (asked, transport) match
       case (Some("mqtt"), Some(own)) if own != "mqtt" =>
-        throw ProfileError(s"${where(config.getValue("transport"))}: profile $name is for $own devices, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
+        failAt(config, "transport", s"profile $name is for $own devices, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
       case (Some("mqtt"), None) =>
         throw ProfileError(s"profile $name describes HTTP calls, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
       case (Some(other), Some("mqtt")) if other != "mqtt" =>
-        throw ProfileError(s"${where(config.getValue("transport"))}: profile $name is for MQTT devices: run it with --transport mqtt, not $other")
+        failAt(config, "transport", s"profile $name is for MQTT devices: run it with --transport mqtt, not $other")
       case _ => asked.orElse(transport).getOrElse("http")
 
     def connectionMode(identity: Option[String]): ConnectionMode = connection match
       case None => if identity.isDefined then ConnectionMode.PerDevice else ConnectionMode.Shared
       case Some(value) =>
         val mode = ConnectionMode.values.find(_.key == value.unwrapped).getOrElse(
-          throw ProfileError(s"${where(value)}: connection must be ${ConnectionMode.values.map(_.key).mkString(", ")} (got '${value.unwrapped}')"))
+          fail(value, s"connection must be ${ConnectionMode.values.map(_.key).mkString(", ")} (got '${value.unwrapped}')"))
         for flag <- identity if mode == ConnectionMode.Shared do
-          throw ProfileError(s"${where(value)}: connection = shared cannot carry each device's own ${flag}: say per-device or per-call")
+          fail(value, s"connection = shared cannot carry each device's own ${flag}: say per-device or per-call")
         mode
 
     /** What a reply may hold before the call fails as tooLarge: the profile's `limits`, over the defaults. */
@@ -86,18 +92,18 @@ object ProfileLoader:
       else
         val block = config.getValue("limits") match
           case o: ConfigObject => o
-          case v => throw ProfileError(s"${where(v)}: limits must be a block, like limits { body = 16 MiB }")
+          case v => fail(v, s"limits must be a block, like limits { body = 16 MiB }")
         val keys = Map("status-line" -> "bytes", "headers" -> "lines", "head" -> "bytes", "body" -> "bytes")
         for key <- block.keySet.asScala if !keys.contains(key) do
-          throw ProfileError(s"${where(block.get(key))}: unknown key '$key' in limits; it may have ${keys.keys.toSeq.sorted.mkString(", ")}")
+          fail(block.get(key), s"unknown key '$key' in limits; it may have ${keys.keys.toSeq.sorted.mkString(", ")}")
         val c = block.toConfig
         def size(key: String, default: Int, min: Long): Int =
           if !c.hasPath(key) then default
           else
             val value = c.getValue(key)
             val n = try if keys(key) == "lines" then c.getLong(key) else c.getBytes(key).longValue
-              catch case _: ConfigException => throw ProfileError(s"${where(value)}: limits.$key must be ${if keys(key) == "lines" then "a number of lines, like 100" else "a size, like 64 KiB or 8 MiB"}")
-            if n < min || n > Int.MaxValue / 2 then throw ProfileError(s"${where(value)}: limits.$key must be from $min to ${Int.MaxValue / 2} (got $n)")
+              catch case _: ConfigException => fail(value, s"limits.$key must be ${if keys(key) == "lines" then "a number of lines, like 100" else "a size, like 64 KiB or 8 MiB"}")
+            if n < min || n > Int.MaxValue / 2 then fail(value, s"limits.$key must be from $min to ${Int.MaxValue / 2} (got $n)")
             n.toInt
         val d = ReplyLimits.Default
         val statusLine = size("status-line", d.statusLine, 16)
@@ -106,7 +112,7 @@ object ProfileLoader:
     /** How long the devices wait for a connection: the profile's `connect-timeout`, if it says. */
     val connectTimeout: Option[scala.concurrent.duration.FiniteDuration] =
       Option.when(config.hasPath("connect-timeout"))(config.getValue("connect-timeout")).map { value =>
-        duration(config, "connect-timeout", "connect-timeout").getOrElse(throw ProfileError(s"${where(value)}: connect-timeout must be a duration, like 5s"))
+        positiveDuration(config, "connect-timeout").getOrElse(fail(value, s"connect-timeout must be a duration, like 5s"))
       }
 
     def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
@@ -121,9 +127,10 @@ object ProfileLoader:
         if !file.isFile then
           val hint = fleetsim.Suggest.closest(nameOrFile, BuiltIn).fold("")(n => s" (did you mean $n?)")
           throw ProfileError(s"no device profile '$nameOrFile'$hint: name a file, or one of the built-in profiles ${BuiltIn.mkString(", ")}")
-        fleetsim.TextFiles.utf8(file.toPath).left.foreach(problem => throw ProfileError(problem))
-        try ConfigFactory.parseFile(file, ConfigParseOptions.defaults.setAllowMissing(false)) -> Option(file.getAbsoluteFile.getParentFile)
-        catch case e: ConfigException => throw ProfileError(s"${e.getMessage.replaceFirst("^(.*?): ", "$1: ")} (not valid HOCON)")
+        HoconChecks.read(file.toPath).fold({
+          case Unreadable.NotText(problem) => throw ProfileError(problem)
+          case Unreadable.NotHocon(problem) => throw ProfileError(s"$problem (not valid HOCON)")
+        }, _ -> Option(file.getAbsoluteFile.getParentFile))
     // Resolved with the run's settings under it, then cut back to the profile's own keys
     // (resolveWith cannot resolve `key = ${?ENV}` overriding an earlier value).
     val resolved =
@@ -139,38 +146,8 @@ object ProfileLoader:
 
   // ---- the compiler: one profile, read once ----
 
-  /** A positive duration at `path`, or None when it is not one. */
-  private def duration(config: Config, path: String, what: String): Option[scala.concurrent.duration.FiniteDuration] =
-    try Some(config.getDuration(path).toNanos).filter(_ > 0).map(scala.concurrent.duration.Duration.fromNanos)
-    catch case _: ConfigException => None
-
-  /** file:line of a value, as a profile's errors say it. */
-  private def where(value: ConfigValue): String =
-    val origin = value.origin
-    val file = Option(origin.filename).orElse(Option(origin.resource)).orElse(Option(origin.url).map(_.toString)).getOrElse(origin.description)
-    if origin.lineNumber > 0 then s"$file:${origin.lineNumber}" else file
-
   private final class Compiler(root: Config, context: FleetContext, base: Option[Path], transport: Option[String]):
     private val slots = Slots()
-
-    private def fail(value: ConfigValue, message: String): Nothing = throw ProfileError(s"${where(value)}: $message")
-    private def failAt(config: Config, path: String, message: String): Nothing = fail(config.getValue(path), message)
-
-    /** The keys of a block, each checked against the ones it may have. */
-    private def keysOf(block: ConfigObject, allowed: Set[String], what: String): Seq[String] =
-      val keys = block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber)
-      for key <- keys if !allowed(key) do
-        val hint = fleetsim.Suggest.closest(key, allowed.toSeq).fold("")(k => s" (did you mean $k?)")
-        fail(block.get(key), s"unknown key '$key' in $what$hint; it may have ${allowed.toSeq.sorted.mkString(", ")}")
-      keys
-
-    private def obj(config: Config, path: String, what: String): ConfigObject = config.getValue(path) match
-      case o: ConfigObject => o
-      case v => fail(v, s"$what must be a block { ... }")
-
-    private def string(config: Config, path: String): String =
-      try config.getString(path)
-      catch case _: ConfigException.WrongType => failAt(config, path, s"$path must be one value, like \"text\"")
 
     /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
     private val mqtt = transport.contains("mqtt")
@@ -192,7 +169,7 @@ object ProfileLoader:
     /** Values every template may use as they are. */
     private val constants: Map[String, String] =
       if !root.hasPath("constants") then Map.empty
-      else obj(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
+      else blockAt(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
 
     private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(IdentityCsv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
 
@@ -230,7 +207,7 @@ object ProfileLoader:
         fields(k) = (_, out) => out.append(v)
         identitySamples(k) = v
       if root.hasPath("identity") then
-        val block = obj(root, "identity", "identity")
+        val block = blockAt(root, "identity", "identity")
         for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
           block.get(key) match
             case o: ConfigObject if o.get("pick").isInstanceOf[ConfigList] =>
@@ -302,7 +279,7 @@ object ProfileLoader:
         case o: ConfigObject =>
           val picks = o.toConfig
           keysOf(o, Set("pick"), s"identity.$name")
-          val weights = obj(picks, "pick", s"identity.$name.pick").asScala.toSeq.map { (choice, w) =>
+          val weights = blockAt(picks, "pick", s"identity.$name.pick").asScala.toSeq.map { (choice, w) =>
             val weight = w.unwrapped match
               case n: Number if n.doubleValue > 0 => n.doubleValue
               case _ => fail(w, s"identity.$name.pick: the weight of '$choice' must be a number above 0")
@@ -335,8 +312,8 @@ object ProfileLoader:
     private def namedBlocks(path: String): Seq[(String, ConfigObject)] =
       if !root.hasPath(path) then Nil
       else
-        val block = obj(root, path, path)
-        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"$path.$k"))
+        val block = blockAt(root, path, path)
+        inFileOrder(block).map(k => k -> blockAt(block.toConfig, ConfigUtil.quoteString(k), s"$path.$k"))
 
     /** The call blocks of a message or trigger: itself, or each entry of its `requests`/`calls` list. */
     private def callBlocks(block: ConfigObject, list: String, what: String): Seq[ConfigObject] =
@@ -355,17 +332,17 @@ object ProfileLoader:
 
     // Declares every kept value before any template is compiled, so that templates can name them.
     private val profileBase: Int =
-      Option.when(root.hasPath("join"))(obj(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
-      Option.when(root.hasPath("resume"))(obj(root, "resume", "resume")).foreach(declareKeeps(_, "resume", atJoin = true))
+      Option.when(root.hasPath("join"))(blockAt(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
+      Option.when(root.hasPath("resume"))(blockAt(root, "resume", "resume")).foreach(declareKeeps(_, "resume", atJoin = true))
       for (name, m) <- messageBlocks; c <- callBlocks(m, "requests", s"messages.$name") do declareKeeps(c, s"messages.$name", atJoin = false)
       for (name, t) <- triggerBlocks; c <- callBlocks(t, "calls", s"triggers.$name") do declareKeeps(c, s"triggers.$name", atJoin = false)
-      if root.hasPath("pushes") then declareKeeps(obj(root, "pushes", "pushes"), "pushes", atJoin = false)
+      if root.hasPath("pushes") then declareKeeps(blockAt(root, "pushes", "pushes"), "pushes", atJoin = false)
       Registers.profileBase(messageBlocks.size)
 
     private def declareKeeps(call: ConfigObject, what: String, atJoin: Boolean): Unit =
       Option(call.get("keep")).foreach {
         case keep: ConfigObject =>
-          for key <- keep.keySet.asScala.toSeq.sortBy(k => keep.get(k).origin.lineNumber) do
+          for key <- inFileOrder(keep) do
             val spec = keep.get(key) match
               case o: ConfigObject => o
               case v => fail(v, s"$what.keep.$key must be a block, like { json = \"/token\" }")
@@ -437,7 +414,7 @@ object ProfileLoader:
     private val reactions: Map[Int, MessageKind => Reaction] =
       val defaults = Map(401 -> Reaction.Reauthenticate, 403 -> Reaction.Rejoin, 429 -> Reaction.RetryAfter, 503 -> Reaction.RetryAfter)
         .map((status, r) => status -> ((_: MessageKind) => r))
-      if !root.hasPath("reactions") then defaults else defaults ++ reactionsOf(obj(root, "reactions", "reactions"), "reactions")
+      if !root.hasPath("reactions") then defaults else defaults ++ reactionsOf(blockAt(root, "reactions", "reactions"), "reactions")
 
     /** A reactions block: status -> reaction, checked now, made per call. */
     private def reactionsOf(block: ConfigObject, what: String): Map[Int, MessageKind => Reaction] =
@@ -472,7 +449,7 @@ object ProfileLoader:
         statuses
       }
       val own = if !c.hasPath("reactions") then Map.empty[Int, Reaction]
-        else reactionsOf(obj(c, "reactions", s"$what.reactions"), s"$what.reactions").map((s, r) => s -> r(kind))
+        else reactionsOf(blockAt(c, "reactions", s"$what.reactions"), s"$what.reactions").map((s, r) => s -> r(kind))
       Answers(expected.orNull, own, notAdmitted, reactions.map((s, r) => s -> r(kind)))
 
     /** Conditions on a reply, after its values are kept: the call fails unless each holds. */
@@ -503,7 +480,7 @@ object ProfileLoader:
     /** Tries of a failed call within its cycle: `retry { tries = 3, delay = 2s..15s }`. */
     private def retryOf(c: Config, what: String): Option[Retry] =
       Option.when(c.hasPath("retry")) {
-        val block = obj(c, "retry", s"$what.retry")
+        val block = blockAt(c, "retry", s"$what.retry")
         keysOf(block, Set("tries", "delay"), s"$what.retry")
         val r = block.toConfig
         if !r.hasPath("tries") then fail(block, s"$what.retry has no tries: say how many, the first included, like retry { tries = 3, delay = 2s..15s }")
@@ -531,12 +508,12 @@ object ProfileLoader:
     /** How long a call waits for its reply, in nanoseconds: its own `timeout`, else the profile's; 0: the run's. */
     private def timeoutOf(c: Config, what: String): Long =
       if c.hasPath("timeout") then
-        duration(c, "timeout", what).getOrElse(failAt(c, "timeout", s"$what.timeout must be a positive duration, like 10s")).toNanos
+        positiveDuration(c, "timeout").getOrElse(failAt(c, "timeout", s"$what.timeout must be a positive duration, like 10s")).toNanos
       else profileTimeout
 
     private val profileTimeout: Long =
       if !root.hasPath("timeout") then 0
-      else duration(root, "timeout", "timeout").getOrElse(failAt(root, "timeout", "timeout must be a positive duration, like 10s")).toNanos
+      else positiveDuration(root, "timeout").getOrElse(failAt(root, "timeout", "timeout must be a positive duration, like 10s")).toNanos
 
 
     /** A variable set for templates of one place: identity, constants, per-call values, kept values
@@ -606,9 +583,6 @@ object ProfileLoader:
           case n: Integer if n == 0 || n == 1 => n
           case _ => fail(value, s"$what.$path must be 0 or 1 (QoS 2 is not simulated)")
 
-    private def boolean(c: Config, path: String, what: String): Boolean =
-      try c.getBoolean(path) catch case _: ConfigException => failAt(c, path, s"$what.$path must be true or false")
-
     /** A JSON or text body, and its content type; None when the call has no body. */
     private def bodyOf(c: Config, what: String, atJoin: Boolean): Option[(Template[CallScope], String)] =
       val bodies = BodyKeys.filter(c.hasPath)
@@ -621,8 +595,8 @@ object ProfileLoader:
           (template, "application/json")
         case "text" => (compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text"), "text/plain; charset=utf-8")
         case _ =>
-          val form = obj(c, "form", s"$what.form")
-          val fields = form.keySet.asScala.toSeq.sortBy(k => form.get(k).origin.lineNumber)
+          val form = blockAt(c, "form", s"$what.form")
+          val fields = inFileOrder(form)
           // key=value&key=value, in the order written: names encoded once here, values by the template.
           val text = fields.map(k => encodeLiterals(k) + "=" + encodeLiterals(String.valueOf(form.get(k).unwrapped))).mkString("&")
           (compileCall(text + formTrailer(c, what), form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
@@ -632,7 +606,7 @@ object ProfileLoader:
     private def formTrailer(c: Config, what: String): String =
       if !c.hasPath("form-encoding") then ""
       else
-        val block = obj(c, "form-encoding", s"$what.form-encoding")
+        val block = blockAt(c, "form-encoding", s"$what.form-encoding")
         keysOf(block, Set("trailing-separator"), s"$what.form-encoding")
         if block.toConfig.hasPath("trailing-separator") && boolean(block.toConfig, "trailing-separator", s"$what.form-encoding") then "&" else ""
 
@@ -660,8 +634,8 @@ object ProfileLoader:
       val path = compileCall(literal(target, string(c, target), c.getValue(target)), c.getValue(target), atJoin, Escape.None, s"$what.$target")
       val (body, contentType) = (bodied.map(_._1), bodied.map(_._2))
       val listed = if !c.hasPath("headers") then Seq.empty else
-        val h = obj(c, "headers", s"$what.headers")
-        h.keySet.asScala.toSeq.sortBy(k => h.get(k).origin.lineNumber).map { name =>
+        val h = blockAt(c, "headers", s"$what.headers")
+        inFileOrder(h).map { name =>
           if !name.matches("[A-Za-z0-9-]+") then fail(h.get(name), s"$what.headers: '$name' is not a header name")
           if FramingHeaders.exists(_.equalsIgnoreCase(name)) then
             fail(h.get(name), s"$what.headers: $name is fleetsim's to send (it frames the request and the connection): remove it; the connection key says how connections are used")
@@ -725,7 +699,7 @@ object ProfileLoader:
 
     /** An MQTT device's connection: fleet-wide options, and per device its names rendered from templates. */
     private def mqttOptions: MqttOptions =
-      val block = if root.hasPath("mqtt") then obj(root, "mqtt", "mqtt") else ConfigFactory.empty.root
+      val block = if root.hasPath("mqtt") then blockAt(root, "mqtt", "mqtt") else ConfigFactory.empty.root
       keysOf(block, Set("client-id", "username", "password", "version", "keepalive", "clean-start", "session-expiry", "will", "max-in-flight"), "mqtt")
       val c = block.toConfig
       def template(path: String, what: String): Option[Template[IdentityScope]] =
@@ -745,7 +719,7 @@ object ProfileLoader:
       if inFlight < 1 then failAt(c, "max-in-flight", "mqtt.max-in-flight must be at least 1")
       val clientId = compile[IdentityScope]("{{clientId}}", block, ownFields, Escape.None, "mqtt.client-id")
       val (username, password) = (template("username", "mqtt.username"), template("password", "mqtt.password"))
-      val pushes = if root.hasPath("pushes") then Some(obj(root, "pushes", "pushes").toConfig) else None
+      val pushes = if root.hasPath("pushes") then Some(blockAt(root, "pushes", "pushes").toConfig) else None
       val topics = pushes.filter(_.hasPath("topics")).map { p =>
         val list = p.getValue("topics") match
           case l: ConfigList if !l.isEmpty => l.asScala.toSeq
@@ -754,7 +728,7 @@ object ProfileLoader:
       }.getOrElse(Nil)
       for p <- pushes if !p.hasPath("topics") do fail(root.getValue("pushes"), "pushes has no topics: say where pushes come, like topics = [\"devices/{{clientId}}/config\"]")
       val will = Option.when(c.hasPath("will")) {
-        val w = obj(c, "will", "mqtt.will")
+        val w = blockAt(c, "will", "mqtt.will")
         keysOf(w, Set("topic", "text", "json", "qos", "retain"), "mqtt.will")
         val wc = w.toConfig
         if !wc.hasPath("topic") then fail(w, "mqtt.will has no topic: like will { topic = \"devices/{{clientId}}/status\", text = \"offline\" }")
@@ -771,10 +745,10 @@ object ProfileLoader:
         inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), identity)
 
     val profile: ProfiledDevice =
-      if !mqtt && !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
-      if root.hasPath("pushes") then keysOf(obj(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
-      val joinBlock = Option.when(!mqtt)(obj(root, "join", "join"))
-      val resumeBlock = Option.when(root.hasPath("resume"))(obj(root, "resume", "resume"))
+      if !mqtt && !root.hasPath("join") then fail(root.root, s"a device profile needs a join block: the call a device makes first")
+      if root.hasPath("pushes") then keysOf(blockAt(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
+      val joinBlock = Option.when(!mqtt)(blockAt(root, "join", "join"))
+      val resumeBlock = Option.when(root.hasPath("resume"))(blockAt(root, "resume", "resume"))
       for (b, what) <- joinBlock.map(_ -> "join") ++ resumeBlock.map(_ -> "resume") do keysOf(b, CallKeys + "not-admitted", what)
       // A join's 403 means not yet; a resume's means the controller no longer knows the device: it registers afresh.
       def notAdmitted(block: ConfigObject, what: String) =
@@ -789,7 +763,7 @@ object ProfileLoader:
       val triggerSpecs = triggerBlocks.map { (name, t) =>
         val c = t.toConfig
         if !c.hasPath("when") then fail(t, s"triggers.$name has no when: say which value, like when { newer = configSeq, than = appliedConfigSeq }")
-        val when = obj(c, "when", s"triggers.$name.when")
+        val when = blockAt(c, "when", s"triggers.$name.when")
         val w = when.toConfig
         val (test, mine) = keysOf(when, Set("newer", "than", "differs", "from"), s"triggers.$name.when").toSet match
           case k if k == Set("newer", "than") => ("newer", "than")
@@ -867,7 +841,7 @@ object ProfileLoader:
         if mqtt then (compileCall("{{clientId}}", root.root, atJoin = false, Escape.None, "mqtt.client-id"), None)
         else if !root.hasPath("ssh") then (compileCall("{{mac}}", root.root, atJoin = false, Escape.None, "ssh.login"), None)
         else
-          val block = obj(root, "ssh", "ssh")
+          val block = blockAt(root, "ssh", "ssh")
           keysOf(block, Set("host", "port", "login"), "ssh")
           val c = block.toConfig
           val login = if c.hasPath("login") then compileCall(string(c, "login"), c.getValue("login"), atJoin = false, Escape.None, "ssh.login")
@@ -875,7 +849,7 @@ object ProfileLoader:
           val endpoint = Option.when(c.hasPath("host"))(resolved(slotNamed(c, "host", "ssh.host")) -> resolved(slotNamed(c, "port", "ssh.port")))
           (login, endpoint)
       val mqttSession = Option.when(mqtt)(mqttOptions)
-      val pushes = Option.when(root.hasPath("pushes"))(keepsOf(obj(root, "pushes", "pushes"), "pushes"))
+      val pushes = Option.when(root.hasPath("pushes"))(keepsOf(blockAt(root, "pushes", "pushes"), "pushes"))
       // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
       val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
       val startDelay = Option.when(root.hasPath("start-delay"))(spread(root, "start-delay", "start-delay"))
