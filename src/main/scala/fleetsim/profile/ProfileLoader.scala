@@ -31,7 +31,7 @@ private[profile] val ProfileChecks = HoconChecks(ProfileError(_))
 final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], settings: Config)
 
 /** Reads device profiles — HOCON files describing a controller's API (docs/profiles.md) —
-  * into a [[ProfiledDevice]]. Everything is checked and compiled here, once: a bad profile never
+  * into a [[CompiledProfile]]. Everything is checked and compiled here, once: a bad profile never
   * reaches a device.
   */
 object ProfileLoader:
@@ -115,7 +115,7 @@ object ProfileLoader:
         positiveDuration(config, "connect-timeout").getOrElse(fail(value, s"connect-timeout must be a duration, like 5s"))
       }
 
-    def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
+    def compile(context: FleetContext): CompiledProfile = new Compiler(config, context, base, transport).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
   def parse(nameOrFile: String, settings: Config): Parsed =
@@ -142,7 +142,7 @@ object ProfileLoader:
           throw ProfileError(s"${e.getMessage.linesIterator.next().take(300)} (a $${...} must name a setting, or use $${?NAME} for an optional environment variable)")
     new Parsed(nameOrFile, resolved, base.map(_.toPath))
 
-  def load(nameOrFile: String, context: FleetContext): ProfiledDevice = parse(nameOrFile, context.settings).compile(context)
+  def load(nameOrFile: String, context: FleetContext): CompiledProfile = parse(nameOrFile, context.settings).compile(context)
 
   // ---- the compiler: one profile, read once ----
 
@@ -744,7 +744,7 @@ object ProfileLoader:
       MqttOptions(version, keepAlive, !c.hasPath("clean-start") || boolean(c, "clean-start", "mqtt"), duration("session-expiry", scala.concurrent.duration.Duration.Zero),
         inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), identity)
 
-    val profile: ProfiledDevice =
+    val profile: CompiledProfile =
       if !mqtt && !root.hasPath("join") then fail(root.root, s"a device profile needs a join block: the call a device makes first")
       if root.hasPath("pushes") then keysOf(blockAt(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
       val joinBlock = Option.when(!mqtt)(blockAt(root, "join", "join"))
@@ -857,7 +857,7 @@ object ProfileLoader:
       // Last, after the walks and the push's register: the registers placed once all are known.
       val lateBase = walkBase + slots.count + pushes.size
       for (register, i) <- late.zipWithIndex do register.index = lateBase + i
-      ProfiledDevice(name, kinds.toIndexedSeq, join, resume, messages.toIndexedSeq, triggers.toIndexedSeq, lateBase + late.size, texts,
+      CompiledProfile(name, kinds.toIndexedSeq, join, resume, messages.toIndexedSeq, triggers.toIndexedSeq, lateBase + late.size, texts,
         login, ssh, declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
         mqttSession, seeds, startDelay)
 
