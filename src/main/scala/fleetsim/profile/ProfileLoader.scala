@@ -149,154 +149,13 @@ object ProfileLoader:
   private final class Compiler(root: Config, context: FleetContext, base: Option[Path], transport: Option[String]):
     private val slots = Slots()
 
-    /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
-    private val mqtt = transport.contains("mqtt")
-    private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-    /** What a call to a path or url may have and a publish may not. */
-    private val HttpKeys = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
-    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
-      BodyKeys + "retry"
-    private val httpOnly = Set("connection", "join", "resume", "ssh", "reactions", "connect-timeout")
-    private val mqttOnly = Set("mqtt", "pushes")
-    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++
-      (if mqtt then mqttOnly else httpOnly),
-      if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
+    private val outline = Outline(root, transport)
+    import outline.{BodyKeys, CallKeys, HttpKeys, callBlocks, messageBlocks, mqtt, triggerBlocks}
 
     val name: String = if root.hasPath("name") then string(root, "name") else "profile"
 
-    // ---- who the devices are ----
-
-    /** Values every template may use as they are. */
-    private val constants: Map[String, String] =
-      if !root.hasPath("constants") then Map.empty
-      else blockAt(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
-
-    private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(IdentityCsv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
-
-    /** Every name a reply keeps, read before anything is declared: an identity.csv column named like one seeds it. */
-    private val keptNames: Set[String] =
-      val blocks = Seq("join", "resume", "pushes").filter(root.hasPath).map(p => root.getValue(p)).collect { case o: ConfigObject => o } ++
-        (messageBlocks ++ triggerBlocks).flatMap((_, b) => Seq(b) ++ Option(b.get("requests")).orElse(Option(b.get("calls"))).toSeq.flatMap {
-          case l: ConfigList => l.asScala.collect { case o: ConfigObject => o }
-          case _ => Nil
-        })
-      blocks.flatMap(b => Option(b.get("keep")).collect { case k: ConfigObject => k.keySet.asScala }.getOrElse(Nil)).toSet
-
-    /** The identity.csv columns that seed kept values (a known device's id and key), by column number. */
-    private val seededColumns: Seq[(String, Int)] = csv.toSeq.flatMap(_.columns.zipWithIndex.filter((c, _) => keptNames(c)))
-
-    /** How each identity field stands in when a JSON body is checked ([[JsonBody]]): `number` as a
-      * number, `mac` as text, a constant as itself, a pick or CSV column as the value of it most
-      * likely to break the body, a field built from others as it renders from theirs.
-      */
-    private val identitySamples = mutable.LinkedHashMap.empty[String, String]
-
-    /** Identity fields as a device's number renders them, with a random stable per device: the
-      * profile's, and an MQTT device's clientId.
-      */
-    private val ownFields: Map[String, Variable[IdentityScope]] =
-      val fields = mutable.LinkedHashMap.empty[String, Variable[IdentityScope]]
-      fields("number") = (s, out) => out.append(s.number)
-      identitySamples("number") = JsonBody.Number
-      fields("mac") = (s, out) => context.fleet.appendMac(s.number, out)
-      identitySamples("mac") = JsonBody.Text
-      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex if !keptNames(column) do
-        fields(column) = (s, out) => out.append(c.rows(s.number)(i))
-        identitySamples(column) = JsonBody.sampleOf(c.rows.map(_(i)))
-      for (k, v) <- constants do
-        fields(k) = (_, out) => out.append(v)
-        identitySamples(k) = v
-      if root.hasPath("identity") then
-        val block = blockAt(root, "identity", "identity")
-        for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
-          block.get(key) match
-            case o: ConfigObject if o.get("pick").isInstanceOf[ConfigList] =>
-              for (field, column, values) <- rowPick(key, o) do
-                fields(field) = column
-                identitySamples(field) = JsonBody.sampleOf(values)
-            case o: ConfigObject =>
-              fields(key) = identityField(key, o, fields.toMap)
-              identitySamples(key) = JsonBody.sampleOf(o.toConfig.getObject("pick").keySet.asScala.toSeq.sorted)
-            case v =>
-              fields(key) = identityField(key, v, fields.toMap)
-              identitySamples(key) = JsonBody.sample(String.valueOf(v.unwrapped), identitySamples.toMap, Escape.None)
-      if mqtt then
-        val (text, at) = if root.hasPath("mqtt.client-id") then (string(root, "mqtt.client-id"), root.getValue("mqtt.client-id")) else ("{{mac}}", root.root)
-        val template = compile[IdentityScope](text, at, fields.toMap, Escape.None, "mqtt.client-id")
-        fields("clientId") = (s, out) => template.render(s, out)
-        identitySamples("clientId") = JsonBody.sample(text, identitySamples.toMap, Escape.None)
-      fields.toMap
-
-    /** Identity fields, as a call's templates read them. */
-    private val identityFields: Map[String, Variable[CallScope]] =
-      val direct: Map[String, Variable[CallScope]] = Map( // on every call's path: no identity scope for these
-        "number" -> ((s, out) => out.append(s.device.number)),
-        "mac" -> ((s, out) => context.fleet.appendMac(s.device.number, out)))
-      ownFields.map { (name, field) =>
-        val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
-        name -> direct.getOrElse(name, onCall)
-      }
-
-    /** A weighted pick of a row of several fields (a model and its SoC): one draw a device for the
-      * whole row, stable for that device; each field a variable of its own, with every value it may take.
-      */
-    private def rowPick(name: String, block: ConfigObject): Seq[(String, Variable[IdentityScope], Seq[String])] =
-      keysOf(block, Set("pick"), s"identity.$name")
-      val list = block.get("pick").asInstanceOf[ConfigList].asScala.toSeq
-      if list.isEmpty then fail(block, s"identity.$name.pick needs at least one row, like [ { model = \"AG-200\", soc = \"MT7621\", weight = 3 } ]")
-      val rows = list.map {
-        case o: ConfigObject => o
-        case v => fail(v, s"identity.$name.pick: each row is a block of fields and a weight, like { model = \"AG-200\", soc = \"MT7621\", weight = 3 }")
-      }
-      val names = rows.head.keySet.asScala.toSeq.filter(_ != "weight").sortBy(k => (rows.head.get(k).origin.lineNumber, k))
-      if names.isEmpty then fail(rows.head, s"identity.$name.pick: a row needs at least one field besides its weight")
-      for n <- names if !n.matches("[A-Za-z_][A-Za-z0-9_]*") do fail(rows.head.get(n), s"identity.$name.pick: '$n' is not a name templates can use (letters, digits, _)")
-      val weights = rows.map { row =>
-        val own = row.keySet.asScala.toSet - "weight"
-        if own != names.toSet then fail(row, s"identity.$name.pick: every row has the same fields (${names.mkString(", ")}); this one has ${own.toSeq.sorted.mkString(", ")}")
-        Option(row.get("weight")).fold(1.0) { w =>
-          w.unwrapped match
-            case n: Number if n.doubleValue > 0 => n.doubleValue
-            case _ => fail(w, s"identity.$name.pick: a weight must be a number above 0")
-        }
-      }
-      val total = weights.sum
-      val cumulative = weights.scanLeft(0.0)(_ + _).tail.map(_ / total).toArray
-      val salt = name.hashCode.toLong * 0x9e3779b97f4a7c15L
-      // Its own random, not the device's identity random: the row must not shift when other picks are added.
-      def rowOf(number: Int): Int =
-        val u = SplittableRandom(0xc0ffeeL ^ salt ^ (number.toLong * 0xbf58476d1ce4e5b9L)).nextDouble()
-        var i = 0
-        while i < cumulative.length - 1 && u >= cumulative(i) do i += 1
-        i
-      names.map { field =>
-        val values = rows.map(r => String.valueOf(r.get(field).unwrapped)).toArray
-        (field, ((s, out) => out.append(values(rowOf(s.number)))): Variable[IdentityScope], values.toSeq.distinct.sorted)
-      }
-
-    private def identityField(name: String, value: ConfigValue, earlier: Map[String, Variable[IdentityScope]]): Variable[IdentityScope] =
-      value match
-        case o: ConfigObject =>
-          val picks = o.toConfig
-          keysOf(o, Set("pick"), s"identity.$name")
-          val weights = blockAt(picks, "pick", s"identity.$name.pick").asScala.toSeq.map { (choice, w) =>
-            val weight = w.unwrapped match
-              case n: Number if n.doubleValue > 0 => n.doubleValue
-              case _ => fail(w, s"identity.$name.pick: the weight of '$choice' must be a number above 0")
-            choice -> weight
-          }.sortBy(_._1)
-          if weights.isEmpty then fail(o, s"identity.$name.pick needs at least one choice, like { \"A\" = 3, \"B\" = 1 }")
-          val total = weights.map(_._2).sum
-          val cumulative = weights.map(_._2).scanLeft(0.0)(_ + _).tail.map(_ / total).toArray
-          val choices = weights.map(_._1).toArray
-          (s, out) =>
-            val u = s.random.nextDouble()
-            var i = 0
-            while i < cumulative.length - 1 && u >= cumulative(i) do i += 1
-            out.append(choices(i))
-        case v =>
-          val template = compile[IdentityScope](String.valueOf(v.unwrapped), v, earlier, Escape.None, s"identity.$name")
-          (s, out) => template.render(s, out)
+    private val identity = Identity(root, context.fleet, base, outline, slots)
+    import identity.seededColumns
 
     // ---- what devices keep ----
 
@@ -304,31 +163,6 @@ object ProfileLoader:
     private val declared = mutable.LinkedHashMap.empty[String, Declared]
     private var numbers = 0
     private var texts = 0
-
-    private def messageBlocks: Seq[(String, ConfigObject)] = namedBlocks("messages")
-    private def triggerBlocks: Seq[(String, ConfigObject)] = namedBlocks("triggers")
-
-    /** The named blocks inside `path`, in the file's order. */
-    private def namedBlocks(path: String): Seq[(String, ConfigObject)] =
-      if !root.hasPath(path) then Nil
-      else
-        val block = blockAt(root, path, path)
-        inFileOrder(block).map(k => k -> blockAt(block.toConfig, ConfigUtil.quoteString(k), s"$path.$k"))
-
-    /** The call blocks of a message or trigger: itself, or each entry of its `requests`/`calls` list. */
-    private def callBlocks(block: ConfigObject, list: String, what: String): Seq[ConfigObject] =
-      Option(block.get(list)) match
-        case Some(l: ConfigList) =>
-          if l.isEmpty then fail(l, s"$what.$list needs at least one request")
-          // Its calls are the list's: a call's own key beside the list would be read by none of them.
-          for key <- (CallKeys - "name").toSeq.sorted if block.containsKey(key) do
-            fail(block.get(key), s"$what has both $list and $key: put $key in the calls of $list")
-          l.asScala.toSeq.map {
-            case o: ConfigObject => o
-            case v => fail(v, s"each of $what.$list is a block { method, path, ... }")
-          }
-        case Some(v) => fail(v, s"$what.$list must be a list [ { ... }, ... ]")
-        case None => Seq(block)
 
     // Declares every kept value before any template is compiled, so that templates can name them.
     private val profileBase: Int =
@@ -521,7 +355,7 @@ object ProfileLoader:
       */
     private def callVariables(atJoin: Boolean, replied: Boolean): String => Option[Either[String, Variable[CallScope]]] =
       name =>
-        identityFields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(declared.get(name).map { d =>
+        identity.fields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(declared.get(name).map { d =>
           val unread = !replied && !d.explicitDefault && (atJoin || !d.keptAtJoin)
           if unread then
             Left(s"'$name' is read from a reply ${if atJoin then "and the first join has read none yet" else "after the join, so the first calls would have no value for it"}: give it a default in its keep block")
@@ -541,14 +375,11 @@ object ProfileLoader:
     /** The per-call values that render as numbers; the others are texts. */
     private val perCallNumbers = Set("seq", "uptimeS", "nowMs")
 
-    private def compile[S <: Scope](text: String, at: ConfigValue, variables: Map[String, Variable[S]], escape: Escape, what: String): Template[S] =
-      Template.compile[S](text, variables.get, escape, slots, variables.keys).fold(e => fail(at, s"$what: $e"), t => t)
-
     /** @param replied read once the reply's values are kept (a check): every kept value may be named */
     private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false): Template[CallScope] =
       val lookup = callVariables(atJoin, replied)
       val problems = mutable.ArrayBuffer.empty[String]
-      val known = identityFields.keys ++ perCall.keys ++ declared.keys
+      val known = identity.fields.keys ++ perCall.keys ++ declared.keys
       val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
         case Right(v) => Some(v)
         case Left(problem) => problems += problem; None
@@ -687,7 +518,7 @@ object ProfileLoader:
     private def callSamples: Map[String, String] =
       declared.view.mapValues(d => if d.slot.number then JsonBody.Number else JsonBody.Text).toMap ++
         perCall.keys.map(k => k -> (if perCallNumbers(k) then JsonBody.Number else JsonBody.Text)) ++
-        identitySamples
+        identity.samples
 
     // Registers: the device's three per message, then numbers, then walks. Numbers were numbered -1, -2, ...
     // while they were declared; `resolved` gives each its place once all are known.
@@ -703,7 +534,7 @@ object ProfileLoader:
       keysOf(block, Set("client-id", "username", "password", "version", "keepalive", "clean-start", "session-expiry", "will", "max-in-flight"), "mqtt")
       val c = block.toConfig
       def template(path: String, what: String): Option[Template[IdentityScope]] =
-        Option.when(c.hasPath(path))(compile[IdentityScope](string(c, path), c.getValue(path), ownFields, Escape.None, what))
+        Option.when(c.hasPath(path))(identity.template(string(c, path), c.getValue(path), what))
       def duration(path: String, default: scala.concurrent.duration.FiniteDuration) =
         if !c.hasPath(path) then default
         else
@@ -717,14 +548,14 @@ object ProfileLoader:
       if keepAlive.toSeconds > 65535 then failAt(c, "keepalive", "mqtt.keepalive must be at most 65535s")
       val inFlight = if c.hasPath("max-in-flight") then c.getInt("max-in-flight") else 16
       if inFlight < 1 then failAt(c, "max-in-flight", "mqtt.max-in-flight must be at least 1")
-      val clientId = compile[IdentityScope]("{{clientId}}", block, ownFields, Escape.None, "mqtt.client-id")
+      val clientId = identity.template("{{clientId}}", block, "mqtt.client-id")
       val (username, password) = (template("username", "mqtt.username"), template("password", "mqtt.password"))
       val pushes = if root.hasPath("pushes") then Some(blockAt(root, "pushes", "pushes").toConfig) else None
       val topics = pushes.filter(_.hasPath("topics")).map { p =>
         val list = p.getValue("topics") match
           case l: ConfigList if !l.isEmpty => l.asScala.toSeq
           case v => fail(v, "pushes.topics must be a list of topic filters, like [\"devices/{{clientId}}/config\"]")
-        list.map(v => compile[IdentityScope](String.valueOf(v.unwrapped), v, ownFields, Escape.None, "pushes.topics"))
+        list.map(v => identity.template(String.valueOf(v.unwrapped), v, "pushes.topics"))
       }.getOrElse(Nil)
       for p <- pushes if !p.hasPath("topics") do fail(root.getValue("pushes"), "pushes has no topics: say where pushes come, like topics = [\"devices/{{clientId}}/config\"]")
       val will = Option.when(c.hasPath("will")) {
@@ -732,17 +563,17 @@ object ProfileLoader:
         keysOf(w, Set("topic", "text", "json", "qos", "retain"), "mqtt.will")
         val wc = w.toConfig
         if !wc.hasPath("topic") then fail(w, "mqtt.will has no topic: like will { topic = \"devices/{{clientId}}/status\", text = \"offline\" }")
-        val payload = Seq("text", "json").find(wc.hasPath).map(k => compile[IdentityScope](string(wc, k), wc.getValue(k), ownFields, Escape.None, s"mqtt.will.$k"))
-        if wc.hasPath("json") then checkJson(string(wc, "json"), wc.getValue("json"), identitySamples.toMap, Escape.None, "mqtt.will")
-        (compile[IdentityScope](string(wc, "topic"), wc.getValue("topic"), ownFields, Escape.None, "mqtt.will.topic"), payload,
+        val payload = Seq("text", "json").find(wc.hasPath).map(k => identity.template(string(wc, k), wc.getValue(k), s"mqtt.will.$k"))
+        if wc.hasPath("json") then checkJson(string(wc, "json"), wc.getValue("json"), identity.samples, Escape.None, "mqtt.will")
+        (identity.template(string(wc, "topic"), wc.getValue("topic"), "mqtt.will.topic"), payload,
           qosOf(wc, "qos", "mqtt.will", 1), wc.hasPath("retain") && boolean(wc, "retain", "mqtt.will"))
       }
-      val identity = (n: Int) =>
+      val names = (n: Int) =>
         val scope = IdentityScope(n)
         MqttIdentity(clientId.text(scope), username.map(_.text(scope)), password.map(_.bytes(scope)), topics.map(_.text(scope)),
           will.map((topic, payload, _, _) => topic.text(scope) -> payload.fold(Array.emptyByteArray)(_.bytes(scope))))
       MqttOptions(version, keepAlive, !c.hasPath("clean-start") || boolean(c, "clean-start", "mqtt"), duration("session-expiry", scala.concurrent.duration.Duration.Zero),
-        inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), identity)
+        inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), names)
 
     val profile: CompiledProfile =
       if !mqtt && !root.hasPath("join") then fail(root.root, s"a device profile needs a join block: the call a device makes first")
@@ -853,7 +684,7 @@ object ProfileLoader:
       // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
       val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
       val startDelay = Option.when(root.hasPath("start-delay"))(spread(root, "start-delay", "start-delay"))
-      val seeds = seedsOf(resume.isDefined)
+      val seeds = identity.seeds(column => resolved(declared(column).slot), if resume.isDefined then lateRegister() else LateRegister())
       // Last, after the walks and the push's register: the registers placed once all are known.
       val lateBase = walkBase + slots.count + pushes.size
       for (register, i) <- late.zipWithIndex do register.index = lateBase + i
@@ -861,40 +692,7 @@ object ProfileLoader:
         login, ssh, declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
         mqttSession, seeds, startDelay)
 
-    /** The kept values identity.csv seeds, each row checked now: a number must be one. */
-    private def seedsOf(resumes: Boolean): Seeds =
-      if seededColumns.isEmpty then Seeds.None
-      else
-        val rows = csv.get.rows
-        val slots = seededColumns.map((column, _) => resolved(declared(column).slot)).toIndexedSeq
-        for ((column, i), slot) <- seededColumns.zip(slots) if slot.number; (row, n) <- rows.zipWithIndex.take(context.fleet.devices) do
-          if row(i).nonEmpty && ProfileValues.parseLong(row(i)) == null then
-            fail(root.getValue("identity.csv"), s"identity.csv: row ${n + 2}, column $column: '${row(i)}' is not a number, and $column is kept as one (say type = text where it is kept, or fix the row)")
-        val columns = seededColumns.map(_._2).toIndexedSeq
-        Seeds(slots, n => columns.map(rows(n)(_)), if resumes then lateRegister() else LateRegister())
-
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
   private val StopAfter = "stop after (\\d+)".r
   /** The digests a reply's body can be kept as, by the names a profile gives them. */
   private val Digests = Map("md5" -> Hash.Md5, "sha1" -> Hash.Sha1, "sha256" -> Hash.Sha256)
-
-/** The identity fields' view of a device: its number, and a random that is the same every time
-  * for that device, so that what it picks it keeps.
-  */
-final class IdentityScope(val number: Int) extends Scope:
-  lazy val random: RandomGenerator = SplittableRandom(0x5eed_f1ee_75L ^ (number.toLong * 0x9e3779b97f4a7c15L))
-  def walk(slot: Int): Double = 0
-  def setWalk(slot: Int, value: Double): Unit = ()
-
-/** The profile's `identity.csv`: one device a row, its columns names templates use. */
-object IdentityCsv:
-  def read(at: ConfigValue, base: Option[Path], devices: Int, fail: (ConfigValue, String) => Nothing): Csv =
-    val name = String.valueOf(at.unwrapped)
-    val file = base.fold(Path.of(name))(_.resolve(name))
-    if !Files.isRegularFile(file) then fail(at, s"identity.csv: no such file $file (a path is taken from the profile's folder)")
-    val csv = Csv.read(file).fold(problem => fail(at, s"identity.csv: $problem"), identity)
-    for c <- csv.columns if !c.matches("[A-Za-z_][A-Za-z0-9_]*") do
-      fail(at, s"identity.csv: column '$c' of $file is not a name templates can use (letters, digits, _)")
-    if csv.rows.size < devices then
-      fail(at, s"identity.csv: $file has ${csv.rows.size} devices' rows but the fleet has $devices: add rows, or run fewer devices")
-    csv
