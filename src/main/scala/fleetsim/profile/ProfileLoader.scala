@@ -157,76 +157,8 @@ object ProfileLoader:
     private val identity = Identity(root, context.fleet, base, outline, slots)
     import identity.seededColumns
 
-    // ---- what devices keep ----
-
-    private final case class Declared(slot: Slot, explicitDefault: Boolean, keptAtJoin: Boolean)
-    private val declared = mutable.LinkedHashMap.empty[String, Declared]
-    private var numbers = 0
-    private var texts = 0
-
-    // Declares every kept value before any template is compiled, so that templates can name them.
-    private val profileBase: Int =
-      Option.when(root.hasPath("join"))(blockAt(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
-      Option.when(root.hasPath("resume"))(blockAt(root, "resume", "resume")).foreach(declareKeeps(_, "resume", atJoin = true))
-      for (name, m) <- messageBlocks; c <- callBlocks(m, "requests", s"messages.$name") do declareKeeps(c, s"messages.$name", atJoin = false)
-      for (name, t) <- triggerBlocks; c <- callBlocks(t, "calls", s"triggers.$name") do declareKeeps(c, s"triggers.$name", atJoin = false)
-      if root.hasPath("pushes") then declareKeeps(blockAt(root, "pushes", "pushes"), "pushes", atJoin = false)
-      Registers.profileBase(messageBlocks.size)
-
-    private def declareKeeps(call: ConfigObject, what: String, atJoin: Boolean): Unit =
-      Option(call.get("keep")).foreach {
-        case keep: ConfigObject =>
-          for key <- inFileOrder(keep) do
-            val spec = keep.get(key) match
-              case o: ConfigObject => o
-              case v => fail(v, s"$what.keep.$key must be a block, like { json = \"/token\" }")
-            keysOf(spec, Set("json", "regex", "header", "digest", "type", "default"), s"$what.keep.$key")
-            if spec.containsKey("digest") && !Digests.contains(String.valueOf(spec.get("digest").unwrapped)) then
-              fail(spec.get("digest"), s"$what.keep.$key.digest must be md5, sha1 or sha256 (got '${spec.get("digest").unwrapped}')")
-            declare(key, spec, atJoin, s"$what.keep.$key")
-        case v => fail(v, s"$what.keep must be a block of values to keep, like { token { json = \"/token\" } }")
-      }
-
-    private def declare(name: String, spec: ConfigObject, atJoin: Boolean, what: String): Slot =
-      val c = spec.toConfig
-      // A digest is hex: text unless said otherwise, and never a number.
-      val number = if !c.hasPath("type") then !c.hasPath("digest") else string(c, "type") match
-        case "number" if c.hasPath("digest") => failAt(c, "type", s"$what: a digest is text (hex): remove type = number")
-        case "number" => true
-        case "text" => false
-        case other => failAt(c, "type", s"$what.type must be number or text (got '$other')")
-      val default = if c.hasPath("default") then String.valueOf(c.getValue("default").unwrapped) else if number then "0" else ""
-      if number && c.hasPath("default") && ProfileValues.parseLong(default) == null then
-        failAt(c, "default", s"$what.default must be a whole number, as the value is a number (or say type = text)")
-      declared.get(name) match
-        case Some(known) =>
-          if known.slot.number != number then
-            fail(spec, s"'$name' is kept as a ${if known.slot.number then "number" else "text"} elsewhere: give it one type everywhere")
-          declared(name) = known.copy(explicitDefault = known.explicitDefault || c.hasPath("default"), keptAtJoin = known.keptAtJoin || atJoin)
-          known.slot
-        case None =>
-          val slot = if number then { numbers += 1; Slot(name, true, -numbers, default) } else { texts += 1; Slot(name, false, texts - 1, default) }
-          // A value the identity row seeds is there from boot, like one with a default.
-          declared(name) = Declared(slot, c.hasPath("default") || seededColumns.exists(_._1 == name), atJoin)
-          slot
-
-    /** A value the device sets itself (a trigger's `than`), unless a reply keeps it too; it starts at its default. */
-    private def own(name: String, like: Slot): Slot =
-      declared.get(name).map { d =>
-        declared(name) = d.copy(explicitDefault = true)
-        d.slot
-      }.getOrElse {
-        val slot = if like.number then { numbers += 1; Slot(name, true, -numbers, "0") } else { texts += 1; Slot(name, false, texts - 1, "") }
-        declared(name) = Declared(slot, explicitDefault = true, keptAtJoin = false)
-        slot
-      }
-
-    private def slotNamed(config: Config, path: String, what: String): Slot =
-      val name = string(config, path)
-      declared.get(name).map(_.slot).getOrElse {
-        val hint = fleetsim.Suggest.closest(name, declared.keys.toSeq).fold("")(k => s" (did you mean $k?)")
-        failAt(config, path, s"$what names '$name', which no reply keeps$hint; declare it in a keep block")
-      }
+    private val kept = KeptValues(root, outline, seededColumns.map(_._1).toSet)
+    import kept.{keepsOf, lateRegister, own, resolved, slotNamed, walkBase}
 
     // ---- the calls ----
 
@@ -236,13 +168,6 @@ object ProfileLoader:
       val k = MessageKind(name, kinds.size, periodic)
       kinds += k
       k
-
-    /** Registers placed once the whole profile is compiled: `stop after N` counters, a known device's flag. */
-    private val late = mutable.ArrayBuffer.empty[LateRegister]
-    private def lateRegister(): LateRegister =
-      val register = LateRegister()
-      late += register
-      register
 
     /** The profile's reactions, each made for a call as it is compiled: a `stop after N` counts per call. */
     private val reactions: Map[Int, MessageKind => Reaction] =
@@ -355,14 +280,7 @@ object ProfileLoader:
       */
     private def callVariables(atJoin: Boolean, replied: Boolean): String => Option[Either[String, Variable[CallScope]]] =
       name =>
-        identity.fields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(declared.get(name).map { d =>
-          val unread = !replied && !d.explicitDefault && (atJoin || !d.keptAtJoin)
-          if unread then
-            Left(s"'$name' is read from a reply ${if atJoin then "and the first join has read none yet" else "after the join, so the first calls would have no value for it"}: give it a default in its keep block")
-          else
-            val slot = resolved(d.slot)
-            Right((s: CallScope, out: java.lang.StringBuilder) => slot.appendTo(s.device, out))
-        })
+        identity.fields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(kept.variable(name, atJoin, replied))
 
     private val perCall: Map[String, Variable[CallScope]] = Map(
       "seq" -> ((s, out) => out.append(if s.message >= 0 then s.device.registers(Registers.seq(s.message)) else 0L)),
@@ -379,7 +297,7 @@ object ProfileLoader:
     private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false): Template[CallScope] =
       val lookup = callVariables(atJoin, replied)
       val problems = mutable.ArrayBuffer.empty[String]
-      val known = identity.fields.keys ++ perCall.keys ++ declared.keys
+      val known = identity.fields.keys ++ perCall.keys ++ kept.names
       val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
         case Right(v) => Some(v)
         case Left(problem) => problems += problem; None
@@ -482,24 +400,6 @@ object ProfileLoader:
       TemplateCall(kind, method, path, headers, body, keepsOf(block, what), answersOf(c, kind, what, notAdmitted), message, walkBase,
         toUrl = target == "url", checksOf(c, what), retry, timeout, notesOf(c, retry, timeout))
 
-    /** The values a call's reply (or a push) is read for, each with the way it is read. */
-    private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =
-      Option(block.get("keep")).collect { case k: ConfigObject => k }.toIndexedSeq.flatMap { keep =>
-        keep.keySet.asScala.toSeq.map { key =>
-          val spec = keep.get(key).asInstanceOf[ConfigObject].toConfig
-          val ways = Seq("json", "regex", "header", "digest").filter(spec.hasPath)
-          if ways.size != 1 then fail(keep.get(key), s"$what.keep.$key: say how to read it with one of json = \"/pointer\", regex = \"id: (\\\\S+)\", header = \"X-Name\", digest = sha256")
-          val reading = ways.head match
-            case "json" => Reading.Json(JsonPointer.compile(string(spec, "json")).fold(e => failAt(spec, "json", s"$what.keep.$key: $e"), t => t))
-            case "regex" =>
-              try Reading.Regex(Pattern.compile(string(spec, "regex"), Pattern.MULTILINE))
-              catch case e: PatternSyntaxException => failAt(spec, "regex", s"$what.keep.$key: bad regular expression: ${e.getDescription} at ${e.getIndex}")
-            case "digest" => Reading.Digest(Digests(string(spec, "digest")))
-            case _ => Reading.Header(string(spec, "header"))
-          Keep(resolved(declared(key).slot), reading, required = !spec.hasPath("default"))
-        }
-      }
-
     /** Form-encodes the text around a template's {{...}}; the template encodes what they render. */
     private def encodeLiterals(text: String): String =
       val m = Interpolation.matcher(text)
@@ -516,15 +416,9 @@ object ProfileLoader:
 
     /** How each variable a call's template may name stands in when its JSON body is checked. */
     private def callSamples: Map[String, String] =
-      declared.view.mapValues(d => if d.slot.number then JsonBody.Number else JsonBody.Text).toMap ++
+      kept.samples ++
         perCall.keys.map(k => k -> (if perCallNumbers(k) then JsonBody.Number else JsonBody.Text)) ++
         identity.samples
-
-    // Registers: the device's three per message, then numbers, then walks. Numbers were numbered -1, -2, ...
-    // while they were declared; `resolved` gives each its place once all are known.
-    private def numberBase = profileBase
-    private def walkBase = numberBase + numbers
-    private def resolved(slot: Slot): Slot = if slot.number then slot.copy(index = numberBase - slot.index - 1) else slot
 
     // ---- assembling it ----
 
@@ -684,15 +578,12 @@ object ProfileLoader:
       // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
       val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
       val startDelay = Option.when(root.hasPath("start-delay"))(spread(root, "start-delay", "start-delay"))
-      val seeds = identity.seeds(column => resolved(declared(column).slot), if resume.isDefined then lateRegister() else LateRegister())
+      val seeds = identity.seeds(kept.slot, if resume.isDefined then lateRegister() else LateRegister())
       // Last, after the walks and the push's register: the registers placed once all are known.
       val lateBase = walkBase + slots.count + pushes.size
-      for (register, i) <- late.zipWithIndex do register.index = lateBase + i
-      CompiledProfile(name, kinds.toIndexedSeq, join, resume, messages.toIndexedSeq, triggers.toIndexedSeq, lateBase + late.size, texts,
-        login, ssh, declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
+      CompiledProfile(name, kinds.toIndexedSeq, join, resume, messages.toIndexedSeq, triggers.toIndexedSeq, kept.placeLate(lateBase), kept.texts,
+        login, ssh, kept.forgotten, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
         mqttSession, seeds, startDelay)
 
   private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
   private val StopAfter = "stop after (\\d+)".r
-  /** The digests a reply's body can be kept as, by the names a profile gives them. */
-  private val Digests = Map("md5" -> Hash.Md5, "sha1" -> Hash.Sha1, "sha256" -> Hash.Sha256)
