@@ -160,265 +160,8 @@ object ProfileLoader:
     private val kept = KeptValues(root, outline, seededColumns.map(_._1).toSet)
     import kept.{keepsOf, lateRegister, own, resolved, slotNamed, walkBase}
 
-    // ---- the calls ----
-
-    private val kinds = mutable.ArrayBuffer.empty[MessageKind]
-    private def kind(name: String, periodic: Boolean, at: ConfigValue): MessageKind =
-      if kinds.exists(_.key == name) then fail(at, s"two calls are named '$name': message kinds must be unique")
-      val k = MessageKind(name, kinds.size, periodic)
-      kinds += k
-      k
-
-    /** The profile's reactions, each made for a call as it is compiled: a `stop after N` counts per call. */
-    private val reactions: Map[Int, MessageKind => Reaction] =
-      val defaults = Map(401 -> Reaction.Reauthenticate, 403 -> Reaction.Rejoin, 429 -> Reaction.RetryAfter, 503 -> Reaction.RetryAfter)
-        .map((status, r) => status -> ((_: MessageKind) => r))
-      if !root.hasPath("reactions") then defaults else defaults ++ reactionsOf(blockAt(root, "reactions", "reactions"), "reactions")
-
-    /** A reactions block: status -> reaction, checked now, made per call. */
-    private def reactionsOf(block: ConfigObject, what: String): Map[Int, MessageKind => Reaction] =
-      block.asScala.toMap.map { (status, v) =>
-        val code = status.toIntOption.filter(s => s >= 100 && s <= 599).getOrElse(fail(v, s"$what: '$status' is not an HTTP status"))
-        val made: MessageKind => Reaction = String.valueOf(v.unwrapped).trim match
-          case "stop" => kind => Reaction.Stop(1, s"${kind.key}: $code", null)
-          case StopAfter(n) if n.toIntOption.exists(_ >= 1) =>
-            val after = n.toInt
-            kind => Reaction.Stop(after, s"${kind.key}: $code x$after", if after > 1 then lateRegister() else null)
-          case key =>
-            val reaction = Reaction.Keys.getOrElse(key, fail(v,
-              s"$what.$status must be one of ${Reaction.Keys.keys.toSeq.sorted.mkString(", ")}, stop or \"stop after N\" (got '$key')"))
-            _ => reaction
-        code -> made
-      }
-
-    /** What a call makes of each status: its own `expect` and `reactions`, then the profile's. */
-    private def answersOf(c: Config, kind: MessageKind, what: String, notAdmitted: Set[Int]): Answers =
-      val expected = Option.when(c.hasPath("expect"))(c.getValue("expect")).map { value =>
-        val listed = value match
-          case l: ConfigList if !l.isEmpty => l.asScala.toSeq
-          case v if String.valueOf(v.unwrapped) == "any" => Seq(v)
-          case v => fail(v, s"$what.expect must be a list of statuses, like [201] or [200, 204, \"3xx\"], or any")
-        val statuses = new Array[Boolean](600)
-        for v <- listed do String.valueOf(v.unwrapped) match
-          case "any" => java.util.Arrays.fill(statuses, 100, 600, true)
-          case s if s.matches("[1-5]xx") => java.util.Arrays.fill(statuses, (s.head - '0') * 100, (s.head - '0') * 100 + 100, true)
-          case s => s.toIntOption.filter(n => n >= 100 && n <= 599) match
-            case Some(n) => statuses(n) = true
-            case None => fail(v, s"$what.expect: '$s' is not a status, like 201, or a class, like \"2xx\"")
-        statuses
-      }
-      val own = if !c.hasPath("reactions") then Map.empty[Int, Reaction]
-        else reactionsOf(blockAt(c, "reactions", s"$what.reactions"), s"$what.reactions").map((s, r) => s -> r(kind))
-      Answers(expected.orNull, own, notAdmitted, reactions.map((s, r) => s -> r(kind)))
-
-    /** Conditions on a reply, after its values are kept: the call fails unless each holds. */
-    private def checksOf(c: Config, what: String): IndexedSeq[Template[CallScope]] =
-      if !c.hasPath("check") then IndexedSeq.empty
-      else
-        val values = c.getValue("check") match
-          case l: ConfigList => l.asScala.toIndexedSeq
-          case v => IndexedSeq(v)
-        values.map { v =>
-          val text = String.valueOf(v.unwrapped)
-          if text.contains("{{") then fail(v, s"$what.check is an expression, without {{ }}: like check = \"archiveSha == checksum\"")
-          compileCall(s"{{$text}}", v, atJoin = false, Escape.None, s"$what.check", replied = true)
-        }
-
-    /** What `profile check` says of a call beyond its request: how it judges the reply, and tries it. */
-    private def notesOf(c: Config, retry: Option[Retry], timeout: Long): String =
-      def listed(path: String) = c.getValue(path) match
-        case l: ConfigList => l.asScala.map(_.unwrapped).mkString(", ")
-        case v => String.valueOf(v.unwrapped)
-      Seq(
-        Option.when(c.hasPath("expect"))(s"expects ${listed("expect")}"),
-        Option.when(c.hasPath("reactions"))(c.getObject("reactions").asScala.toSeq.sortBy(_._1).map((s, r) => s"$s: ${r.unwrapped}").mkString(", ")),
-        Option.when(c.hasPath("check"))(s"checks ${listed("check")}"),
-        retry.map(r => s"tried up to ${r.tries} times, ${r.delay} apart"),
-        Option.when(timeout > 0)(s"times out after ${Spread.show(timeout)}")).flatten.mkString("; ")
-
-    /** Tries of a failed call within its cycle: `retry { tries = 3, delay = 2s..15s }`. */
-    private def retryOf(c: Config, what: String): Option[Retry] =
-      Option.when(c.hasPath("retry")) {
-        val block = blockAt(c, "retry", s"$what.retry")
-        keysOf(block, Set("tries", "delay"), s"$what.retry")
-        val r = block.toConfig
-        if !r.hasPath("tries") then fail(block, s"$what.retry has no tries: say how many, the first included, like retry { tries = 3, delay = 2s..15s }")
-        val tries = try r.getInt("tries") catch case _: ConfigException => failAt(r, "tries", s"$what.retry.tries must be a whole number")
-        if tries < 2 || tries > 100 then failAt(r, "tries", s"$what.retry.tries must be from 2 to 100, the first try included (got $tries)")
-        Retry(tries, if r.hasPath("delay") then spread(r, "delay", s"$what.retry.delay") else Spread(1_000_000_000L, 1_000_000_000L))
-      }
-
-    /** A length of time, or a range a device picks from at random: `5s`, `2s..15s`. */
-    private def spread(c: Config, path: String, what: String): Spread =
-      val value = c.getValue(path)
-      val text = String.valueOf(value.unwrapped).trim
-      val problem = s"$what must be a duration or a range of them, like 5s or 2s..15s (got '$text')"
-      def nanos(t: String): Long =
-        try ConfigFactory.empty.withValue("d", ConfigValueFactory.fromAnyRef(t.trim)).getDuration("d").toNanos
-        catch case _: ConfigException => fail(value, problem)
-      val (min, max) = text.split("\\.\\.", -1) match
-        case Array(one) => (nanos(one), nanos(one))
-        case Array(from, to) => (nanos(from), nanos(to))
-        case _ => fail(value, problem)
-      if min < 0 || max < min then fail(value, s"$what: the range must run from a duration to one as long or longer (got '$text')")
-      if max > 180L * 24 * 3600 * 1_000_000_000L then fail(value, s"$what must be at most 180d (got '$text')")
-      Spread(min, max)
-
-    /** How long a call waits for its reply, in nanoseconds: its own `timeout`, else the profile's; 0: the run's. */
-    private def timeoutOf(c: Config, what: String): Long =
-      if c.hasPath("timeout") then
-        positiveDuration(c, "timeout").getOrElse(failAt(c, "timeout", s"$what.timeout must be a positive duration, like 10s")).toNanos
-      else profileTimeout
-
-    private val profileTimeout: Long =
-      if !root.hasPath("timeout") then 0
-      else positiveDuration(root, "timeout").getOrElse(failAt(root, "timeout", "timeout must be a positive duration, like 10s")).toNanos
-
-
-    /** A variable set for templates of one place: identity, constants, per-call values, kept values
-      * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).
-      */
-    private def callVariables(atJoin: Boolean, replied: Boolean): String => Option[Either[String, Variable[CallScope]]] =
-      name =>
-        identity.fields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(kept.variable(name, atJoin, replied))
-
-    private val perCall: Map[String, Variable[CallScope]] = Map(
-      "seq" -> ((s, out) => out.append(if s.message >= 0 then s.device.registers(Registers.seq(s.message)) else 0L)),
-      "uptimeS" -> ((s, out) => out.append(s.device.uptimeS)),
-      "nowMs" -> ((s, out) => out.append(s.nowMs)),
-      "nowIso" -> ((s, out) => out.append(java.time.Instant.ofEpochMilli(s.nowMs).toString)),
-      "state" -> ((s, out) => out.append(s.device.state.toString)),
-      "sshKey" -> { val key = context.sshKey.getOrElse(""); (_, out) => out.append(key) })
-
-    /** The per-call values that render as numbers; the others are texts. */
-    private val perCallNumbers = Set("seq", "uptimeS", "nowMs")
-
-    /** @param replied read once the reply's values are kept (a check): every kept value may be named */
-    private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false): Template[CallScope] =
-      val lookup = callVariables(atJoin, replied)
-      val problems = mutable.ArrayBuffer.empty[String]
-      val known = identity.fields.keys ++ perCall.keys ++ kept.names
-      val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
-        case Right(v) => Some(v)
-        case Left(problem) => problems += problem; None
-      }, escape, slots, known).fold(e => fail(at, s"$what: ${problems.headOption.getOrElse(e)}"), t => t)
-      template
-
-    private def call(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
-        notAdmitted: Set[Int]): TemplateCall =
-      if !mqtt then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "path")
-      // An MQTT device fetches a document over HTTP(S) by its URL, often one a push named: never through its session.
-      else if block.containsKey("url") then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "url")
-      else publish(block, kindOf, what, message)
-
-    /** An MQTT device's call: a publish to a topic, at QoS 0 or 1; it keeps nothing (a PUBACK says nothing). */
-    private def publish(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
-      val c = block.toConfig
-      if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\", or a url to fetch")
-      HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain, retry and a body"))
-      val topic = compileCall(string(c, "topic"), c.getValue("topic"), atJoin = false, Escape.None, s"$what.topic")
-      val qos = qosOf(c, "qos", what, default = 1)
-      val retain = c.hasPath("retain") && boolean(c, "retain", what)
-      val body = bodyOf(c, what, atJoin = false).map(_._1)
-      val retry = retryOf(c, what)
-      TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Answers(null, Map.empty, Set.empty, Map.empty),
-        message, walkBase, qos, retain, retry = retry, notes = notesOf(c, retry, 0))
-
-    private def qosOf(c: Config, path: String, what: String, default: Int): Int =
-      if !c.hasPath(path) then default
-      else
-        val value = c.getValue(path)
-        value.unwrapped match
-          case n: Integer if n == 0 || n == 1 => n
-          case _ => fail(value, s"$what.$path must be 0 or 1 (QoS 2 is not simulated)")
-
-    /** A JSON or text body, and its content type; None when the call has no body. */
-    private def bodyOf(c: Config, what: String, atJoin: Boolean): Option[(Template[CallScope], String)] =
-      val bodies = BodyKeys.filter(c.hasPath)
-      if bodies.size > 1 then failAt(c, bodies(1), s"$what has both ${bodies(0)} and ${bodies(1)}: a call has one body")
-      bodies.headOption.map {
-        case "json" =>
-          val text = string(c, "json")
-          val template = compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json")
-          checkJson(text, c.getValue("json"), callSamples, Escape.Json, what)
-          (template, "application/json")
-        case "text" => (compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text"), "text/plain; charset=utf-8")
-        case _ =>
-          val form = blockAt(c, "form", s"$what.form")
-          val fields = inFileOrder(form)
-          // key=value&key=value, in the order written: names encoded once here, values by the template.
-          val text = fields.map(k => encodeLiterals(k) + "=" + encodeLiterals(String.valueOf(form.get(k).unwrapped))).mkString("&")
-          (compileCall(text + formTrailer(c, what), form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
-      }
-
-    /** What ends a form: `&` when its form-encoding asks for a trailing separator (a shell agent's `a=1&b=2&`). */
-    private def formTrailer(c: Config, what: String): String =
-      if !c.hasPath("form-encoding") then ""
-      else
-        val block = blockAt(c, "form-encoding", s"$what.form-encoding")
-        keysOf(block, Set("trailing-separator"), s"$what.form-encoding")
-        if block.toConfig.hasPath("trailing-separator") && boolean(block.toConfig, "trailing-separator", s"$what.form-encoding") then "&" else ""
-
-    /** Headers that say how the request is framed or the connection used: a profile's would contradict fleetsim's own. */
-    private val FramingHeaders = Seq("Content-Length", "Transfer-Encoding", "Connection")
-
-    /** An HTTP call to a path on the controller, or (`target` url) to an absolute URL. */
-    private def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
-        notAdmitted: Set[Int], target: String): TemplateCall =
-      val c = block.toConfig
-      if !c.hasPath(target) then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
-      if c.hasPath("form-encoding") && !c.hasPath("form") then failAt(c, "form-encoding", s"$what.form-encoding is for a form body: add form { ... } or remove it")
-      if target == "url" then
-        if c.hasPath("topic") then failAt(c, "topic", s"$what has both a url and a topic: a call either fetches a url or publishes")
-        if !string(c, "url").contains("{{") && UrlTransport.split(string(c, "url")).isEmpty then
-          failAt(c, "url", s"$what.url must be an absolute http:// or https:// URL, like \"https://config.example.com/devices/{{clientId}}\" or \"{{configUrl}}\"")
-        for key <- Seq("qos", "retain") if c.hasPath(key) do failAt(c, key, s"$what.$key is for a publish; a call to a url has none")
-      val bodied = bodyOf(c, what, atJoin)
-      val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
-      if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
-      if method == "HEAD" || method == "CONNECT" then failAt(c, "method", s"$what.method $method is not supported: a device's calls read a reply's body (use GET)")
-      def literal(key: String, text: String, at: ConfigValue) =
-        if TemplateCall.breaksLine(text) then fail(at, s"$what.$key holds CR, LF or NUL, which would end the request line or a header: remove it")
-        text
-      val path = compileCall(literal(target, string(c, target), c.getValue(target)), c.getValue(target), atJoin, Escape.None, s"$what.$target")
-      val (body, contentType) = (bodied.map(_._1), bodied.map(_._2))
-      val listed = if !c.hasPath("headers") then Seq.empty else
-        val h = blockAt(c, "headers", s"$what.headers")
-        inFileOrder(h).map { name =>
-          if !name.matches("[A-Za-z0-9-]+") then fail(h.get(name), s"$what.headers: '$name' is not a header name")
-          if FramingHeaders.exists(_.equalsIgnoreCase(name)) then
-            fail(h.get(name), s"$what.headers: $name is fleetsim's to send (it frames the request and the connection): remove it; the connection key says how connections are used")
-          name -> compileCall(literal(s"headers.$name", String.valueOf(h.get(name).unwrapped), h.get(name)), h.get(name), atJoin, Escape.None, s"$what.headers.$name")
-        }
-      val all = contentType.filterNot(_ => listed.exists(_._1.equalsIgnoreCase("Content-Type")))
-        .map(t => "Content-Type" -> compileCall(t, block, atJoin, Escape.None, what)).toSeq ++ listed
-      val headers =
-        if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
-        else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
-      val kind = kindOf(block.get(target))
-      val (retry, timeout) = (retryOf(c, what), timeoutOf(c, what))
-      TemplateCall(kind, method, path, headers, body, keepsOf(block, what), answersOf(c, kind, what, notAdmitted), message, walkBase,
-        toUrl = target == "url", checksOf(c, what), retry, timeout, notesOf(c, retry, timeout))
-
-    /** Form-encodes the text around a template's {{...}}; the template encodes what they render. */
-    private def encodeLiterals(text: String): String =
-      val m = Interpolation.matcher(text)
-      val out = StringBuilder()
-      var at = 0
-      while m.find() do
-        out ++= java.net.URLEncoder.encode(text.substring(at, m.start), UTF_8) ++= m.group()
-        at = m.end
-      (out ++= java.net.URLEncoder.encode(text.substring(at), UTF_8)).toString
-
-    /** A JSON body must be JSON whatever its values: checked as strict JSON with each {{...}} rendered as its type. */
-    private def checkJson(text: String, at: ConfigValue, samples: Map[String, String], escape: Escape, what: String): Unit =
-      JsonBody.check(text, samples, escape).foreach(problem => fail(at, s"$what json body is not JSON after rendering $problem"))
-
-    /** How each variable a call's template may name stands in when its JSON body is checked. */
-    private def callSamples: Map[String, String] =
-      kept.samples ++
-        perCall.keys.map(k => k -> (if perCallNumbers(k) then JsonBody.Number else JsonBody.Text)) ++
-        identity.samples
+    private val calls = CallCompiler(root, outline, identity, kept, slots, context.sshKey)
+    import calls.*
 
     // ---- assembling it ----
 
@@ -475,13 +218,6 @@ object ProfileLoader:
       val joinBlock = Option.when(!mqtt)(blockAt(root, "join", "join"))
       val resumeBlock = Option.when(root.hasPath("resume"))(blockAt(root, "resume", "resume"))
       for (b, what) <- joinBlock.map(_ -> "join") ++ resumeBlock.map(_ -> "resume") do keysOf(b, CallKeys + "not-admitted", what)
-      // A join's 403 means not yet; a resume's means the controller no longer knows the device: it registers afresh.
-      def notAdmitted(block: ConfigObject, what: String) =
-        val j = block.toConfig
-        if !j.hasPath("not-admitted") then (if what == "join" then Set(403) else Set.empty[Int])
-        else
-          try j.getIntList("not-admitted").asScala.map(_.intValue).toSet
-          catch case _: ConfigException => failAt(j, "not-admitted", s"$what.not-admitted must be a list of statuses, like [403]")
       if resumeBlock.isDefined && seededColumns.isEmpty then
         fail(root.getValue("resume"), "resume is the call of a device that starts known: give identity.csv columns named like the values it keeps (id, key, ...), and devices whose row holds them all resume")
       // Trigger values first: templates may name a trigger's own value.
@@ -499,11 +235,8 @@ object ProfileLoader:
         val applied = own(string(w, mine), announced)
         (name, t, test, announced, applied)
       }
-      /** The join's and resume's kind: its name, if it gives one. */
-      def named(block: ConfigObject, default: String) =
-        (v: ConfigValue) => kind(if block.toConfig.hasPath("name") then string(block.toConfig, "name") else default, periodic = false, v)
-      val join = joinBlock.map(b => call(b, named(b, "join"), "join", atJoin = true, message = -1, notAdmitted(b, "join")))
-      val resume = resumeBlock.map(b => call(b, named(b, "resume"), "resume", atJoin = true, message = -1, notAdmitted(b, "resume")))
+      val join = joinBlock.map(joinCall(_, "join"))
+      val resume = resumeBlock.map(joinCall(_, "resume"))
       val messages = messageBlocks.zipWithIndex.map { case ((name, m), i) =>
         keysOf(m, CallKeys ++ Set("interval", "jitter", "liveness", "max-failures", "requests", "first"), s"messages.$name")
         val c = m.toConfig
@@ -538,7 +271,7 @@ object ProfileLoader:
           case "random-phase" => First.RandomPhase
           case "at-join" => First.AtJoin
           case After(range) =>
-            First.After(spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
+            First.After(Schedules.spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
               s"messages.$name.first after"))
           case other => failAt(c, "first", s"messages.$name.first must be at-join, random-phase or \"after 5s..10s\" (got '$other')")
         Periodic(k, calls.toIndexedSeq, interval, jitter, maxFailures, first)
@@ -577,7 +310,7 @@ object ProfileLoader:
       val pushes = Option.when(root.hasPath("pushes"))(keepsOf(blockAt(root, "pushes", "pushes"), "pushes"))
       // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
       val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
-      val startDelay = Option.when(root.hasPath("start-delay"))(spread(root, "start-delay", "start-delay"))
+      val startDelay = Option.when(root.hasPath("start-delay"))(Schedules.spread(root, "start-delay", "start-delay"))
       val seeds = identity.seeds(kept.slot, if resume.isDefined then lateRegister() else LateRegister())
       // Last, after the walks and the push's register: the registers placed once all are known.
       val lateBase = walkBase + slots.count + pushes.size
@@ -585,5 +318,3 @@ object ProfileLoader:
         login, ssh, kept.forgotten, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
         mqttSession, seeds, startDelay)
 
-  private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
-  private val StopAfter = "stop after (\\d+)".r
