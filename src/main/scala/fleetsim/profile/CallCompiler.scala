@@ -19,7 +19,7 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
     sshKey: Option[String]):
   import CallCompiler.*
   import ProfileChecks.*
-  import outline.{BodyKeys, HttpKeys, mqtt}
+  import outline.{BodyKeys, mqtt}
 
   private val kindsSoFar = mutable.ArrayBuffer.empty[MessageKind]
 
@@ -76,7 +76,7 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
     if !mqtt then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "path")
     // An MQTT device fetches a document over HTTP(S) by its URL, often one a push named: never through its session.
     else if block.containsKey("url") then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "url")
-    else publish(block, kindOf, what, message)
+    else MqttSection.publish(this, kept, block, kindOf, what, message)
 
   /** A reactions block: status -> reaction, checked now, made per call. */
   private def reactionsOf(block: ConfigObject, what: String): Map[Int, MessageKind => Reaction] =
@@ -177,27 +177,6 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
       case Left(problem) => problems += problem; None
     }, escape, slots, known).fold(e => fail(at, s"$what: ${problems.headOption.getOrElse(e)}"), t => t)
     template
-
-  /** An MQTT device's call: a publish to a topic, at QoS 0 or 1; it keeps nothing (a PUBACK says nothing). */
-  private def publish(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
-    val c = block.toConfig
-    if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\", or a url to fetch")
-    HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain, retry and a body"))
-    val topic = compileCall(string(c, "topic"), c.getValue("topic"), atJoin = false, Escape.None, s"$what.topic")
-    val qos = qosOf(c, "qos", what, default = 1)
-    val retain = c.hasPath("retain") && boolean(c, "retain", what)
-    val body = bodyOf(c, what, atJoin = false).map(_._1)
-    val retry = retryOf(c, what)
-    TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Answers(null, Map.empty, Set.empty, Map.empty),
-      message, kept.walkBase, qos, retain, retry = retry, notes = notesOf(c, retry, 0))
-
-  def qosOf(c: Config, path: String, what: String, default: Int): Int =
-    if !c.hasPath(path) then default
-    else
-      val value = c.getValue(path)
-      value.unwrapped match
-        case n: Integer if n == 0 || n == 1 => n
-        case _ => fail(value, s"$what.$path must be 0 or 1 (QoS 2 is not simulated)")
 
   /** A JSON or text body, and its content type; None when the call has no body. */
   def bodyOf(c: Config, what: String, atJoin: Boolean): Option[(Template[CallScope], String)] =

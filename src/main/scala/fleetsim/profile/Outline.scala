@@ -9,20 +9,19 @@ import scala.jdk.CollectionConverters.*
   * have (checked first), the keys a call may have, its messages and triggers in the file's order
   * with the blocks of their calls, and every name a reply keeps.
   */
-private[profile] final class Outline(root: Config, transport: Option[String]):
+private[profile] final class Outline(root: Config, transport: Option[String], section: TransportSection):
+  import Outline.HttpKeys
   import ProfileChecks.*
 
   /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
   val mqtt: Boolean = transport.contains("mqtt")
   val BodyKeys: Seq[String] = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-  /** What a call to a path or url may have and a publish may not. */
-  val HttpKeys: Set[String] = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
   val CallKeys: Set[String] = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
     BodyKeys + "retry"
-  private val httpOnly = Set("connection", "join", "resume", "ssh", "reactions", "connect-timeout")
-  private val mqttOnly = Set("mqtt", "pushes")
+  /** What an HTTP profile may have and an MQTT one may not, besides its sections' keys. */
+  private val httpOnly = Set("connection", "join", "resume", "reactions", "connect-timeout")
   keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++
-    (if mqtt then mqttOnly else httpOnly),
+    (if mqtt then section.keys else httpOnly ++ section.keys),
     if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
 
   lazy val messageBlocks: Seq[(String, ConfigObject)] = namedBlocks("messages")
@@ -58,3 +57,7 @@ private[profile] final class Outline(root: Config, transport: Option[String]):
         case _ => Nil
       })
     blocks.flatMap(b => Option(b.get("keep")).collect { case k: ConfigObject => k.keySet.asScala }.getOrElse(Nil)).toSet
+
+private[profile] object Outline:
+  /** What a call to a path or url may have and a publish may not. */
+  val HttpKeys: Set[String] = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
