@@ -22,7 +22,7 @@ object ConfigKeys:
       case (Some(mine), Some(reference)) =>
         problems(mine, reference, prefix, leaves(reference, prefix).map(_._1))
           .minByOption((origin, path, _) => (line(origin), path))
-          .map((origin, _, problem) => s"${place(origin)}: $problem; $Where")
+          .map((origin, _, problem) => s"${HoconChecks.place(origin)}: $problem; $Where")
       case _ => None
 
   /** Every problem below `path`: where it is, the path it sits at, what is wrong. */
@@ -75,28 +75,12 @@ object ConfigKeys:
     * the same key (a setting put in the wrong section).
     */
   private def closest(path: List[String], known: Seq[List[String]]): Option[List[String]] =
-    def within(pairs: Seq[(List[String], Int)]) = pairs.filter(_._2 <= 2).minByOption(_._2).map(_._1)
-    val siblings = known.filter(k => k.init == path.init)
-    within(siblings.map(k => k -> distance(k.last, path.last)))
-      .orElse(within(known.map(k => k -> distance(show(k), show(path)))))
+    Suggest.closestBy(path.last, known.filter(k => k.init == path.init))(_.last)
+      .orElse(Suggest.closestBy(show(path), known)(show))
       .orElse(known.filter(_.last == path.last) match
         case Seq(only) => Some(only)
         case _ => None)
 
-  // Edit distance; Options.suggest has the same, to be shared once one `closest` lives in one place.
-  private def distance(a: String, b: String): Int =
-    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if i == 0 then j else if j == 0 then i else 0)
-    for i <- 1 to a.length; j <- 1 to b.length do
-      d(i)(j) = Seq(d(i - 1)(j) + 1, d(i)(j - 1) + 1, d(i - 1)(j - 1) + (if a(i - 1) == b(j - 1) then 0 else 1)).min
-    d(a.length)(b.length)
-
   private def show(path: List[String]): String = ConfigUtil.joinPath(path.asJava)
 
   private def line(origin: ConfigOrigin): Int = if origin.lineNumber > 0 then origin.lineNumber else Int.MaxValue
-
-  /** "file:line", as a user would look for it. */
-  private def place(origin: ConfigOrigin): String =
-    Option(origin.filename).orElse(Option(origin.url).map(_.toString)) match
-      case Some(file) if origin.lineNumber > 0 => s"$file:${origin.lineNumber}"
-      case Some(file) => file
-      case None => origin.description // already says the line, when there is one

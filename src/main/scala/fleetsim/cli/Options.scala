@@ -1,6 +1,7 @@
 package fleetsim.cli
 
-import fleetsim.UsageError
+import fleetsim.{HoconChecks, UsageError}
+import fleetsim.HoconChecks.Unreadable
 
 import com.typesafe.config.{Config, ConfigException, ConfigFactory}
 
@@ -258,10 +259,10 @@ object Options:
   private def readFile(command: String, path: String, flags: Seq[Flag]): Config =
     val file = File(path)
     if !file.isFile || !file.canRead then throw UsageError(s"cannot read config file '$path': no such readable file", command)
-    fleetsim.TextFiles.utf8(file.toPath).left.foreach(problem => throw UsageError(s"config file $problem", command))
-    val config =
-      try ConfigFactory.parseFile(file)
-      catch case e: ConfigException => throw UsageError(s"config file '$path' is not valid HOCON: ${e.getMessage}", command)
+    val config = HoconChecks.read(file.toPath).fold({
+      case Unreadable.NotText(problem) => throw UsageError(s"config file $problem", command)
+      case Unreadable.NotHocon(problem) => throw UsageError(s"config file '$path' is not valid HOCON: $problem", command)
+    }, identity)
     val reference = ConfigFactory.defaultReference()
     for problem <- fleetsim.ConfigKeys.unknown(config, reference, "fleetsim") do throw UsageError(problem, command)
     // A flag's setting in the file is held to what the flag would take (its default is taken as it is).
@@ -272,7 +273,7 @@ object Options:
         case n: java.lang.Number => flag.kind.problem(n.toString)
         case b: java.lang.Boolean => flag.kind.problem(if b then "on" else "off")
         case _ => Some(s"not ${flag.kind.expected}")
-      for p <- problem if value.unwrapped != default do throw UsageError(s"$path:${value.origin.lineNumber}: ${flag.path}: $p", command)
+      for p <- problem if value.unwrapped != default do throw UsageError(s"${HoconChecks.where(value)}: ${flag.path}: $p", command)
     config
 
   /** " (did you mean --x?)" when a known name is within two edits of the typo. */

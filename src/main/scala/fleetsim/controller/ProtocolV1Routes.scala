@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.JsonValueCodec
 import fleetsim.Caller
 import fleetsim.controller.ControllerRoutes.json
 import fleetsim.protocol.*
-import fleetsim.transport.SshEndpoint
+import fleetsim.transport.ssh.SshEndpoint
 import org.apache.pekko.http.scaladsl.model.*
 import org.apache.pekko.http.scaladsl.server.Directives.*
 import org.apache.pekko.http.scaladsl.server.{Directive0, Directive1, Route, StandardRoute}

@@ -1,23 +1,21 @@
 package fleetsim.profile
 
-import com.typesafe.config.*
-import fleetsim.device.{DeviceScope, First, Periodic, Registers, Retry, Spread, Trigger}
-import fleetsim.Csv
+import com.typesafe.config.{Config, ConfigException, ConfigFactory, ConfigObject, ConfigParseOptions, ConfigUtil}
+import fleetsim.HoconChecks
+import fleetsim.HoconChecks.{Unreadable, positiveDuration}
 import fleetsim.fleet.FleetSettings
-import fleetsim.transport.{ConnectionMode, MessageKind, ReplyLimits, UrlTransport}
-import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
+import fleetsim.transport.{ConnectionMode, ReplyLimits}
 
 import java.io.File
-import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
-import java.nio.file.{Files, Path}
-import java.util.SplittableRandom
-import java.util.random.RandomGenerator
-import java.util.regex.{Pattern, PatternSyntaxException}
-import scala.collection.mutable
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Path
 import scala.jdk.CollectionConverters.*
 
 /** A mistake in a device profile: one line that says where (file:line), what, and how to fix it. */
 final class ProfileError(message: String) extends Exception(message)
+
+/** The HOCON checks, failing with a [[ProfileError]]. */
+private[profile] val ProfileChecks = HoconChecks(ProfileError(_))
 
 /** What a profile is compiled for: who the devices are, and what the run gives them.
   *
@@ -27,10 +25,12 @@ final class ProfileError(message: String) extends Exception(message)
 final case class FleetContext(fleet: FleetSettings, sshKey: Option[String], settings: Config)
 
 /** Reads device profiles — HOCON files describing a controller's API (docs/profiles.md) —
-  * into a [[ProfiledDevice]]. Everything is checked and compiled here, once: a bad profile never
+  * into a [[CompiledProfile]]. Everything is checked and compiled here, once: a bad profile never
   * reaches a device.
   */
 object ProfileLoader:
+  import ProfileChecks.*
+
   /** The profiles inside fleetsim, by name: `--device-profile ap-v1`. */
   val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "ap-shell", "iot-telemetry", "iot-mqtt")
 
@@ -51,33 +51,33 @@ object ProfileLoader:
     val transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport")).map { value =>
       value.unwrapped match
         case t @ ("http" | "ssh" | "mqtt") => t.asInstanceOf[String]
-        case other => throw ProfileError(s"${where(value)}: transport must be http, ssh or mqtt (got '$other')")
+        case other => fail(value, s"transport must be http, ssh or mqtt (got '$other')")
     }
     private val connection = Option.when(config.hasPath("connection"))(config.getValue("connection"))
 
-    /** How the devices share connections: what the profile says, else shared, unless something
-      * that identifies a device lives in its connection (`identity`, the flag that asks for it).
-      */
     /** Its devices speak MQTT: they publish to topics, and their connection is their join. */
     def mqtt: Boolean = transport.contains("mqtt")
 
     /** The profile's transport, checked against the one the command line asks for. */
     def transportFor(asked: Option[String]): String = (asked, transport) match
       case (Some("mqtt"), Some(own)) if own != "mqtt" =>
-        throw ProfileError(s"${where(config.getValue("transport"))}: profile $name is for $own devices, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
+        failAt(config, "transport", s"profile $name is for $own devices, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
       case (Some("mqtt"), None) =>
         throw ProfileError(s"profile $name describes HTTP calls, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
       case (Some(other), Some("mqtt")) if other != "mqtt" =>
-        throw ProfileError(s"${where(config.getValue("transport"))}: profile $name is for MQTT devices: run it with --transport mqtt, not $other")
+        failAt(config, "transport", s"profile $name is for MQTT devices: run it with --transport mqtt, not $other")
       case _ => asked.orElse(transport).getOrElse("http")
 
+    /** How the devices share connections: what the profile says, else shared, unless something
+      * that identifies a device lives in its connection (`identity`, the flag that asks for it).
+      */
     def connectionMode(identity: Option[String]): ConnectionMode = connection match
       case None => if identity.isDefined then ConnectionMode.PerDevice else ConnectionMode.Shared
       case Some(value) =>
         val mode = ConnectionMode.values.find(_.key == value.unwrapped).getOrElse(
-          throw ProfileError(s"${where(value)}: connection must be ${ConnectionMode.values.map(_.key).mkString(", ")} (got '${value.unwrapped}')"))
+          fail(value, s"connection must be ${ConnectionMode.values.map(_.key).mkString(", ")} (got '${value.unwrapped}')"))
         for flag <- identity if mode == ConnectionMode.Shared do
-          throw ProfileError(s"${where(value)}: connection = shared cannot carry each device's own ${flag}: say per-device or per-call")
+          fail(value, s"connection = shared cannot carry each device's own ${flag}: say per-device or per-call")
         mode
 
     /** What a reply may hold before the call fails as tooLarge: the profile's `limits`, over the defaults. */
@@ -86,18 +86,18 @@ object ProfileLoader:
       else
         val block = config.getValue("limits") match
           case o: ConfigObject => o
-          case v => throw ProfileError(s"${where(v)}: limits must be a block, like limits { body = 16 MiB }")
+          case v => fail(v, s"limits must be a block, like limits { body = 16 MiB }")
         val keys = Map("status-line" -> "bytes", "headers" -> "lines", "head" -> "bytes", "body" -> "bytes")
         for key <- block.keySet.asScala if !keys.contains(key) do
-          throw ProfileError(s"${where(block.get(key))}: unknown key '$key' in limits; it may have ${keys.keys.toSeq.sorted.mkString(", ")}")
+          fail(block.get(key), s"unknown key '$key' in limits; it may have ${keys.keys.toSeq.sorted.mkString(", ")}")
         val c = block.toConfig
         def size(key: String, default: Int, min: Long): Int =
           if !c.hasPath(key) then default
           else
             val value = c.getValue(key)
             val n = try if keys(key) == "lines" then c.getLong(key) else c.getBytes(key).longValue
-              catch case _: ConfigException => throw ProfileError(s"${where(value)}: limits.$key must be ${if keys(key) == "lines" then "a number of lines, like 100" else "a size, like 64 KiB or 8 MiB"}")
-            if n < min || n > Int.MaxValue / 2 then throw ProfileError(s"${where(value)}: limits.$key must be from $min to ${Int.MaxValue / 2} (got $n)")
+              catch case _: ConfigException => fail(value, s"limits.$key must be ${if keys(key) == "lines" then "a number of lines, like 100" else "a size, like 64 KiB or 8 MiB"}")
+            if n < min || n > Int.MaxValue / 2 then fail(value, s"limits.$key must be from $min to ${Int.MaxValue / 2} (got $n)")
             n.toInt
         val d = ReplyLimits.Default
         val statusLine = size("status-line", d.statusLine, 16)
@@ -106,10 +106,10 @@ object ProfileLoader:
     /** How long the devices wait for a connection: the profile's `connect-timeout`, if it says. */
     val connectTimeout: Option[scala.concurrent.duration.FiniteDuration] =
       Option.when(config.hasPath("connect-timeout"))(config.getValue("connect-timeout")).map { value =>
-        duration(config, "connect-timeout", "connect-timeout").getOrElse(throw ProfileError(s"${where(value)}: connect-timeout must be a duration, like 5s"))
+        positiveDuration(config, "connect-timeout").getOrElse(fail(value, s"connect-timeout must be a duration, like 5s"))
       }
 
-    def compile(context: FleetContext): ProfiledDevice = new Compiler(config, context, base, transport).profile
+    def compile(context: FleetContext): CompiledProfile = ProfileCompiler(config, context, base, transport).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
   def parse(nameOrFile: String, settings: Config): Parsed =
@@ -121,9 +121,10 @@ object ProfileLoader:
         if !file.isFile then
           val hint = fleetsim.Suggest.closest(nameOrFile, BuiltIn).fold("")(n => s" (did you mean $n?)")
           throw ProfileError(s"no device profile '$nameOrFile'$hint: name a file, or one of the built-in profiles ${BuiltIn.mkString(", ")}")
-        fleetsim.TextFiles.utf8(file.toPath).left.foreach(problem => throw ProfileError(problem))
-        try ConfigFactory.parseFile(file, ConfigParseOptions.defaults.setAllowMissing(false)) -> Option(file.getAbsoluteFile.getParentFile)
-        catch case e: ConfigException => throw ProfileError(s"${e.getMessage.replaceFirst("^(.*?): ", "$1: ")} (not valid HOCON)")
+        HoconChecks.read(file.toPath).fold({
+          case Unreadable.NotText(problem) => throw ProfileError(problem)
+          case Unreadable.NotHocon(problem) => throw ProfileError(s"$problem (not valid HOCON)")
+        }, _ -> Option(file.getAbsoluteFile.getParentFile))
     // Resolved with the run's settings under it, then cut back to the profile's own keys
     // (resolveWith cannot resolve `key = ${?ENV}` overriding an earlier value).
     val resolved =
@@ -135,792 +136,4 @@ object ProfileLoader:
           throw ProfileError(s"${e.getMessage.linesIterator.next().take(300)} (a $${...} must name a setting, or use $${?NAME} for an optional environment variable)")
     new Parsed(nameOrFile, resolved, base.map(_.toPath))
 
-  def load(nameOrFile: String, context: FleetContext): ProfiledDevice = parse(nameOrFile, context.settings).compile(context)
-
-  // ---- the compiler: one profile, read once ----
-
-  /** A positive duration at `path`, or None when it is not one. */
-  private def duration(config: Config, path: String, what: String): Option[scala.concurrent.duration.FiniteDuration] =
-    try Some(config.getDuration(path).toNanos).filter(_ > 0).map(scala.concurrent.duration.Duration.fromNanos)
-    catch case _: ConfigException => None
-
-  /** file:line of a value, as a profile's errors say it. */
-  private def where(value: ConfigValue): String =
-    val origin = value.origin
-    val file = Option(origin.filename).orElse(Option(origin.resource)).orElse(Option(origin.url).map(_.toString)).getOrElse(origin.description)
-    if origin.lineNumber > 0 then s"$file:${origin.lineNumber}" else file
-
-  private final class Compiler(root: Config, context: FleetContext, base: Option[Path], transport: Option[String]):
-    private val slots = Slots()
-
-    private def fail(value: ConfigValue, message: String): Nothing = throw ProfileError(s"${where(value)}: $message")
-    private def failAt(config: Config, path: String, message: String): Nothing = fail(config.getValue(path), message)
-
-    /** The keys of a block, each checked against the ones it may have. */
-    private def keysOf(block: ConfigObject, allowed: Set[String], what: String): Seq[String] =
-      val keys = block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber)
-      for key <- keys if !allowed(key) do
-        val hint = fleetsim.Suggest.closest(key, allowed.toSeq).fold("")(k => s" (did you mean $k?)")
-        fail(block.get(key), s"unknown key '$key' in $what$hint; it may have ${allowed.toSeq.sorted.mkString(", ")}")
-      keys
-
-    private def obj(config: Config, path: String, what: String): ConfigObject = config.getValue(path) match
-      case o: ConfigObject => o
-      case v => fail(v, s"$what must be a block { ... }")
-
-    private def string(config: Config, path: String): String =
-      try config.getString(path)
-      catch case _: ConfigException.WrongType => failAt(config, path, s"$path must be one value, like \"text\"")
-
-    /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
-    private val mqtt = transport.contains("mqtt")
-    private val BodyKeys = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-    /** What a call to a path or url may have and a publish may not. */
-    private val HttpKeys = Set("method", "headers", "keep", "expect", "reactions", "check", "timeout", "form-encoding")
-    private val CallKeys = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
-      BodyKeys + "retry"
-    private val httpOnly = Set("connection", "join", "resume", "ssh", "reactions", "connect-timeout")
-    private val mqttOnly = Set("mqtt", "pushes")
-    keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++
-      (if mqtt then mqttOnly else httpOnly),
-      if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
-
-    val name: String = if root.hasPath("name") then string(root, "name") else "profile"
-
-    // ---- who the devices are ----
-
-    /** Values every template may use as they are. */
-    private val constants: Map[String, String] =
-      if !root.hasPath("constants") then Map.empty
-      else obj(root, "constants", "constants").asScala.map((k, v) => k -> String.valueOf(v.unwrapped)).toMap
-
-    private val csv: Option[Csv] = Option.when(root.hasPath("identity.csv"))(IdentityCsv.read(root.getValue("identity.csv"), base, context.fleet.devices, fail))
-
-    /** Every name a reply keeps, read before anything is declared: an identity.csv column named like one seeds it. */
-    private val keptNames: Set[String] =
-      val blocks = Seq("join", "resume", "pushes").filter(root.hasPath).map(p => root.getValue(p)).collect { case o: ConfigObject => o } ++
-        (messageBlocks ++ triggerBlocks).flatMap((_, b) => Seq(b) ++ Option(b.get("requests")).orElse(Option(b.get("calls"))).toSeq.flatMap {
-          case l: ConfigList => l.asScala.collect { case o: ConfigObject => o }
-          case _ => Nil
-        })
-      blocks.flatMap(b => Option(b.get("keep")).collect { case k: ConfigObject => k.keySet.asScala }.getOrElse(Nil)).toSet
-
-    /** The identity.csv columns that seed kept values (a known device's id and key), by column number. */
-    private val seededColumns: Seq[(String, Int)] = csv.toSeq.flatMap(_.columns.zipWithIndex.filter((c, _) => keptNames(c)))
-
-    /** How each identity field stands in when a JSON body is checked ([[JsonBody]]): `number` as a
-      * number, `mac` as text, a constant as itself, a pick or CSV column as the value of it most
-      * likely to break the body, a field built from others as it renders from theirs.
-      */
-    private val identitySamples = mutable.LinkedHashMap.empty[String, String]
-
-    /** Identity fields as a device's number renders them, with a random stable per device: the
-      * profile's, and an MQTT device's clientId.
-      */
-    private val ownFields: Map[String, Variable[IdentityScope]] =
-      val fields = mutable.LinkedHashMap.empty[String, Variable[IdentityScope]]
-      fields("number") = (s, out) => out.append(s.number)
-      identitySamples("number") = JsonBody.Number
-      fields("mac") = (s, out) => context.fleet.appendMac(s.number, out)
-      identitySamples("mac") = JsonBody.Text
-      for c <- csv.toSeq; (column, i) <- c.columns.zipWithIndex if !keptNames(column) do
-        fields(column) = (s, out) => out.append(c.rows(s.number)(i))
-        identitySamples(column) = JsonBody.sampleOf(c.rows.map(_(i)))
-      for (k, v) <- constants do
-        fields(k) = (_, out) => out.append(v)
-        identitySamples(k) = v
-      if root.hasPath("identity") then
-        val block = obj(root, "identity", "identity")
-        for key <- keysOf(block, block.keySet.asScala.toSet, "identity") if key != "csv" do
-          block.get(key) match
-            case o: ConfigObject if o.get("pick").isInstanceOf[ConfigList] =>
-              for (field, column, values) <- rowPick(key, o) do
-                fields(field) = column
-                identitySamples(field) = JsonBody.sampleOf(values)
-            case o: ConfigObject =>
-              fields(key) = identityField(key, o, fields.toMap)
-              identitySamples(key) = JsonBody.sampleOf(o.toConfig.getObject("pick").keySet.asScala.toSeq.sorted)
-            case v =>
-              fields(key) = identityField(key, v, fields.toMap)
-              identitySamples(key) = JsonBody.sample(String.valueOf(v.unwrapped), identitySamples.toMap, Escape.None)
-      if mqtt then
-        val (text, at) = if root.hasPath("mqtt.client-id") then (string(root, "mqtt.client-id"), root.getValue("mqtt.client-id")) else ("{{mac}}", root.root)
-        val template = compile[IdentityScope](text, at, fields.toMap, Escape.None, "mqtt.client-id")
-        fields("clientId") = (s, out) => template.render(s, out)
-        identitySamples("clientId") = JsonBody.sample(text, identitySamples.toMap, Escape.None)
-      fields.toMap
-
-    /** Identity fields, as a call's templates read them. */
-    private val identityFields: Map[String, Variable[CallScope]] =
-      val direct: Map[String, Variable[CallScope]] = Map( // on every call's path: no identity scope for these
-        "number" -> ((s, out) => out.append(s.device.number)),
-        "mac" -> ((s, out) => context.fleet.appendMac(s.device.number, out)))
-      ownFields.map { (name, field) =>
-        val onCall: Variable[CallScope] = (s, out) => field.appendTo(IdentityScope(s.device.number), out)
-        name -> direct.getOrElse(name, onCall)
-      }
-
-    /** A weighted pick of a row of several fields (a model and its SoC): one draw a device for the
-      * whole row, stable for that device; each field a variable of its own, with every value it may take.
-      */
-    private def rowPick(name: String, block: ConfigObject): Seq[(String, Variable[IdentityScope], Seq[String])] =
-      keysOf(block, Set("pick"), s"identity.$name")
-      val list = block.get("pick").asInstanceOf[ConfigList].asScala.toSeq
-      if list.isEmpty then fail(block, s"identity.$name.pick needs at least one row, like [ { model = \"AG-200\", soc = \"MT7621\", weight = 3 } ]")
-      val rows = list.map {
-        case o: ConfigObject => o
-        case v => fail(v, s"identity.$name.pick: each row is a block of fields and a weight, like { model = \"AG-200\", soc = \"MT7621\", weight = 3 }")
-      }
-      val names = rows.head.keySet.asScala.toSeq.filter(_ != "weight").sortBy(k => (rows.head.get(k).origin.lineNumber, k))
-      if names.isEmpty then fail(rows.head, s"identity.$name.pick: a row needs at least one field besides its weight")
-      for n <- names if !n.matches("[A-Za-z_][A-Za-z0-9_]*") do fail(rows.head.get(n), s"identity.$name.pick: '$n' is not a name templates can use (letters, digits, _)")
-      val weights = rows.map { row =>
-        val own = row.keySet.asScala.toSet - "weight"
-        if own != names.toSet then fail(row, s"identity.$name.pick: every row has the same fields (${names.mkString(", ")}); this one has ${own.toSeq.sorted.mkString(", ")}")
-        Option(row.get("weight")).fold(1.0) { w =>
-          w.unwrapped match
-            case n: Number if n.doubleValue > 0 => n.doubleValue
-            case _ => fail(w, s"identity.$name.pick: a weight must be a number above 0")
-        }
-      }
-      val total = weights.sum
-      val cumulative = weights.scanLeft(0.0)(_ + _).tail.map(_ / total).toArray
-      val salt = name.hashCode.toLong * 0x9e3779b97f4a7c15L
-      // Its own random, not the device's identity random: the row must not shift when other picks are added.
-      def rowOf(number: Int): Int =
-        val u = SplittableRandom(0xc0ffeeL ^ salt ^ (number.toLong * 0xbf58476d1ce4e5b9L)).nextDouble()
-        var i = 0
-        while i < cumulative.length - 1 && u >= cumulative(i) do i += 1
-        i
-      names.map { field =>
-        val values = rows.map(r => String.valueOf(r.get(field).unwrapped)).toArray
-        (field, ((s, out) => out.append(values(rowOf(s.number)))): Variable[IdentityScope], values.toSeq.distinct.sorted)
-      }
-
-    private def identityField(name: String, value: ConfigValue, earlier: Map[String, Variable[IdentityScope]]): Variable[IdentityScope] =
-      value match
-        case o: ConfigObject =>
-          val picks = o.toConfig
-          keysOf(o, Set("pick"), s"identity.$name")
-          val weights = obj(picks, "pick", s"identity.$name.pick").asScala.toSeq.map { (choice, w) =>
-            val weight = w.unwrapped match
-              case n: Number if n.doubleValue > 0 => n.doubleValue
-              case _ => fail(w, s"identity.$name.pick: the weight of '$choice' must be a number above 0")
-            choice -> weight
-          }.sortBy(_._1)
-          if weights.isEmpty then fail(o, s"identity.$name.pick needs at least one choice, like { \"A\" = 3, \"B\" = 1 }")
-          val total = weights.map(_._2).sum
-          val cumulative = weights.map(_._2).scanLeft(0.0)(_ + _).tail.map(_ / total).toArray
-          val choices = weights.map(_._1).toArray
-          (s, out) =>
-            val u = s.random.nextDouble()
-            var i = 0
-            while i < cumulative.length - 1 && u >= cumulative(i) do i += 1
-            out.append(choices(i))
-        case v =>
-          val template = compile[IdentityScope](String.valueOf(v.unwrapped), v, earlier, Escape.None, s"identity.$name")
-          (s, out) => template.render(s, out)
-
-    // ---- what devices keep ----
-
-    private final case class Declared(slot: Slot, explicitDefault: Boolean, keptAtJoin: Boolean)
-    private val declared = mutable.LinkedHashMap.empty[String, Declared]
-    private var numbers = 0
-    private var texts = 0
-
-    private def messageBlocks: Seq[(String, ConfigObject)] = namedBlocks("messages")
-    private def triggerBlocks: Seq[(String, ConfigObject)] = namedBlocks("triggers")
-
-    /** The named blocks inside `path`, in the file's order. */
-    private def namedBlocks(path: String): Seq[(String, ConfigObject)] =
-      if !root.hasPath(path) then Nil
-      else
-        val block = obj(root, path, path)
-        block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber).map(k => k -> obj(block.toConfig, ConfigUtil.quoteString(k), s"$path.$k"))
-
-    /** The call blocks of a message or trigger: itself, or each entry of its `requests`/`calls` list. */
-    private def callBlocks(block: ConfigObject, list: String, what: String): Seq[ConfigObject] =
-      Option(block.get(list)) match
-        case Some(l: ConfigList) =>
-          if l.isEmpty then fail(l, s"$what.$list needs at least one request")
-          // Its calls are the list's: a call's own key beside the list would be read by none of them.
-          for key <- (CallKeys - "name").toSeq.sorted if block.containsKey(key) do
-            fail(block.get(key), s"$what has both $list and $key: put $key in the calls of $list")
-          l.asScala.toSeq.map {
-            case o: ConfigObject => o
-            case v => fail(v, s"each of $what.$list is a block { method, path, ... }")
-          }
-        case Some(v) => fail(v, s"$what.$list must be a list [ { ... }, ... ]")
-        case None => Seq(block)
-
-    // Declares every kept value before any template is compiled, so that templates can name them.
-    private val profileBase: Int =
-      Option.when(root.hasPath("join"))(obj(root, "join", "join")).foreach(declareKeeps(_, "join", atJoin = true))
-      Option.when(root.hasPath("resume"))(obj(root, "resume", "resume")).foreach(declareKeeps(_, "resume", atJoin = true))
-      for (name, m) <- messageBlocks; c <- callBlocks(m, "requests", s"messages.$name") do declareKeeps(c, s"messages.$name", atJoin = false)
-      for (name, t) <- triggerBlocks; c <- callBlocks(t, "calls", s"triggers.$name") do declareKeeps(c, s"triggers.$name", atJoin = false)
-      if root.hasPath("pushes") then declareKeeps(obj(root, "pushes", "pushes"), "pushes", atJoin = false)
-      Registers.profileBase(messageBlocks.size)
-
-    private def declareKeeps(call: ConfigObject, what: String, atJoin: Boolean): Unit =
-      Option(call.get("keep")).foreach {
-        case keep: ConfigObject =>
-          for key <- keep.keySet.asScala.toSeq.sortBy(k => keep.get(k).origin.lineNumber) do
-            val spec = keep.get(key) match
-              case o: ConfigObject => o
-              case v => fail(v, s"$what.keep.$key must be a block, like { json = \"/token\" }")
-            keysOf(spec, Set("json", "regex", "header", "digest", "type", "default"), s"$what.keep.$key")
-            if spec.containsKey("digest") && !Digests.contains(String.valueOf(spec.get("digest").unwrapped)) then
-              fail(spec.get("digest"), s"$what.keep.$key.digest must be md5, sha1 or sha256 (got '${spec.get("digest").unwrapped}')")
-            declare(key, spec, atJoin, s"$what.keep.$key")
-        case v => fail(v, s"$what.keep must be a block of values to keep, like { token { json = \"/token\" } }")
-      }
-
-    private def declare(name: String, spec: ConfigObject, atJoin: Boolean, what: String): Slot =
-      val c = spec.toConfig
-      // A digest is hex: text unless said otherwise, and never a number.
-      val number = if !c.hasPath("type") then !c.hasPath("digest") else string(c, "type") match
-        case "number" if c.hasPath("digest") => failAt(c, "type", s"$what: a digest is text (hex): remove type = number")
-        case "number" => true
-        case "text" => false
-        case other => failAt(c, "type", s"$what.type must be number or text (got '$other')")
-      val default = if c.hasPath("default") then String.valueOf(c.getValue("default").unwrapped) else if number then "0" else ""
-      if number && c.hasPath("default") && ProfileValues.parseLong(default) == null then
-        failAt(c, "default", s"$what.default must be a whole number, as the value is a number (or say type = text)")
-      declared.get(name) match
-        case Some(known) =>
-          if known.slot.number != number then
-            fail(spec, s"'$name' is kept as a ${if known.slot.number then "number" else "text"} elsewhere: give it one type everywhere")
-          declared(name) = known.copy(explicitDefault = known.explicitDefault || c.hasPath("default"), keptAtJoin = known.keptAtJoin || atJoin)
-          known.slot
-        case None =>
-          val slot = if number then { numbers += 1; Slot(name, true, -numbers, default) } else { texts += 1; Slot(name, false, texts - 1, default) }
-          // A value the identity row seeds is there from boot, like one with a default.
-          declared(name) = Declared(slot, c.hasPath("default") || seededColumns.exists(_._1 == name), atJoin)
-          slot
-
-    /** A value the device sets itself (a trigger's `than`), unless a reply keeps it too; it starts at its default. */
-    private def own(name: String, like: Slot): Slot =
-      declared.get(name).map { d =>
-        declared(name) = d.copy(explicitDefault = true)
-        d.slot
-      }.getOrElse {
-        val slot = if like.number then { numbers += 1; Slot(name, true, -numbers, "0") } else { texts += 1; Slot(name, false, texts - 1, "") }
-        declared(name) = Declared(slot, explicitDefault = true, keptAtJoin = false)
-        slot
-      }
-
-    private def slotNamed(config: Config, path: String, what: String): Slot =
-      val name = string(config, path)
-      declared.get(name).map(_.slot).getOrElse {
-        val hint = fleetsim.Suggest.closest(name, declared.keys.toSeq).fold("")(k => s" (did you mean $k?)")
-        failAt(config, path, s"$what names '$name', which no reply keeps$hint; declare it in a keep block")
-      }
-
-    // ---- the calls ----
-
-    private val kinds = mutable.ArrayBuffer.empty[MessageKind]
-    private def kind(name: String, periodic: Boolean, at: ConfigValue): MessageKind =
-      if kinds.exists(_.key == name) then fail(at, s"two calls are named '$name': message kinds must be unique")
-      val k = MessageKind(name, kinds.size, periodic)
-      kinds += k
-      k
-
-    /** Registers placed once the whole profile is compiled: `stop after N` counters, a known device's flag. */
-    private val late = mutable.ArrayBuffer.empty[LateRegister]
-    private def lateRegister(): LateRegister =
-      val register = LateRegister()
-      late += register
-      register
-
-    /** The profile's reactions, each made for a call as it is compiled: a `stop after N` counts per call. */
-    private val reactions: Map[Int, MessageKind => Reaction] =
-      val defaults = Map(401 -> Reaction.Reauthenticate, 403 -> Reaction.Rejoin, 429 -> Reaction.RetryAfter, 503 -> Reaction.RetryAfter)
-        .map((status, r) => status -> ((_: MessageKind) => r))
-      if !root.hasPath("reactions") then defaults else defaults ++ reactionsOf(obj(root, "reactions", "reactions"), "reactions")
-
-    /** A reactions block: status -> reaction, checked now, made per call. */
-    private def reactionsOf(block: ConfigObject, what: String): Map[Int, MessageKind => Reaction] =
-      block.asScala.toMap.map { (status, v) =>
-        val code = status.toIntOption.filter(s => s >= 100 && s <= 599).getOrElse(fail(v, s"$what: '$status' is not an HTTP status"))
-        val made: MessageKind => Reaction = String.valueOf(v.unwrapped).trim match
-          case "stop" => kind => Reaction.Stop(1, s"${kind.key}: $code", null)
-          case StopAfter(n) if n.toIntOption.exists(_ >= 1) =>
-            val after = n.toInt
-            kind => Reaction.Stop(after, s"${kind.key}: $code x$after", if after > 1 then lateRegister() else null)
-          case key =>
-            val reaction = Reaction.Keys.getOrElse(key, fail(v,
-              s"$what.$status must be one of ${Reaction.Keys.keys.toSeq.sorted.mkString(", ")}, stop or \"stop after N\" (got '$key')"))
-            _ => reaction
-        code -> made
-      }
-
-    /** What a call makes of each status: its own `expect` and `reactions`, then the profile's. */
-    private def answersOf(c: Config, kind: MessageKind, what: String, notAdmitted: Set[Int]): Answers =
-      val expected = Option.when(c.hasPath("expect"))(c.getValue("expect")).map { value =>
-        val listed = value match
-          case l: ConfigList if !l.isEmpty => l.asScala.toSeq
-          case v if String.valueOf(v.unwrapped) == "any" => Seq(v)
-          case v => fail(v, s"$what.expect must be a list of statuses, like [201] or [200, 204, \"3xx\"], or any")
-        val statuses = new Array[Boolean](600)
-        for v <- listed do String.valueOf(v.unwrapped) match
-          case "any" => java.util.Arrays.fill(statuses, 100, 600, true)
-          case s if s.matches("[1-5]xx") => java.util.Arrays.fill(statuses, (s.head - '0') * 100, (s.head - '0') * 100 + 100, true)
-          case s => s.toIntOption.filter(n => n >= 100 && n <= 599) match
-            case Some(n) => statuses(n) = true
-            case None => fail(v, s"$what.expect: '$s' is not a status, like 201, or a class, like \"2xx\"")
-        statuses
-      }
-      val own = if !c.hasPath("reactions") then Map.empty[Int, Reaction]
-        else reactionsOf(obj(c, "reactions", s"$what.reactions"), s"$what.reactions").map((s, r) => s -> r(kind))
-      Answers(expected.orNull, own, notAdmitted, reactions.map((s, r) => s -> r(kind)))
-
-    /** Conditions on a reply, after its values are kept: the call fails unless each holds. */
-    private def checksOf(c: Config, what: String): IndexedSeq[Template[CallScope]] =
-      if !c.hasPath("check") then IndexedSeq.empty
-      else
-        val values = c.getValue("check") match
-          case l: ConfigList => l.asScala.toIndexedSeq
-          case v => IndexedSeq(v)
-        values.map { v =>
-          val text = String.valueOf(v.unwrapped)
-          if text.contains("{{") then fail(v, s"$what.check is an expression, without {{ }}: like check = \"archiveSha == checksum\"")
-          compileCall(s"{{$text}}", v, atJoin = false, Escape.None, s"$what.check", replied = true)
-        }
-
-    /** What `profile check` says of a call beyond its request: how it judges the reply, and tries it. */
-    private def notesOf(c: Config, retry: Option[Retry], timeout: Long): String =
-      def listed(path: String) = c.getValue(path) match
-        case l: ConfigList => l.asScala.map(_.unwrapped).mkString(", ")
-        case v => String.valueOf(v.unwrapped)
-      Seq(
-        Option.when(c.hasPath("expect"))(s"expects ${listed("expect")}"),
-        Option.when(c.hasPath("reactions"))(c.getObject("reactions").asScala.toSeq.sortBy(_._1).map((s, r) => s"$s: ${r.unwrapped}").mkString(", ")),
-        Option.when(c.hasPath("check"))(s"checks ${listed("check")}"),
-        retry.map(r => s"tried up to ${r.tries} times, ${r.delay} apart"),
-        Option.when(timeout > 0)(s"times out after ${Spread.show(timeout)}")).flatten.mkString("; ")
-
-    /** Tries of a failed call within its cycle: `retry { tries = 3, delay = 2s..15s }`. */
-    private def retryOf(c: Config, what: String): Option[Retry] =
-      Option.when(c.hasPath("retry")) {
-        val block = obj(c, "retry", s"$what.retry")
-        keysOf(block, Set("tries", "delay"), s"$what.retry")
-        val r = block.toConfig
-        if !r.hasPath("tries") then fail(block, s"$what.retry has no tries: say how many, the first included, like retry { tries = 3, delay = 2s..15s }")
-        val tries = try r.getInt("tries") catch case _: ConfigException => failAt(r, "tries", s"$what.retry.tries must be a whole number")
-        if tries < 2 || tries > 100 then failAt(r, "tries", s"$what.retry.tries must be from 2 to 100, the first try included (got $tries)")
-        Retry(tries, if r.hasPath("delay") then spread(r, "delay", s"$what.retry.delay") else Spread(1_000_000_000L, 1_000_000_000L))
-      }
-
-    /** A length of time, or a range a device picks from at random: `5s`, `2s..15s`. */
-    private def spread(c: Config, path: String, what: String): Spread =
-      val value = c.getValue(path)
-      val text = String.valueOf(value.unwrapped).trim
-      val problem = s"$what must be a duration or a range of them, like 5s or 2s..15s (got '$text')"
-      def nanos(t: String): Long =
-        try ConfigFactory.empty.withValue("d", ConfigValueFactory.fromAnyRef(t.trim)).getDuration("d").toNanos
-        catch case _: ConfigException => fail(value, problem)
-      val (min, max) = text.split("\\.\\.", -1) match
-        case Array(one) => (nanos(one), nanos(one))
-        case Array(from, to) => (nanos(from), nanos(to))
-        case _ => fail(value, problem)
-      if min < 0 || max < min then fail(value, s"$what: the range must run from a duration to one as long or longer (got '$text')")
-      if max > 180L * 24 * 3600 * 1_000_000_000L then fail(value, s"$what must be at most 180d (got '$text')")
-      Spread(min, max)
-
-    /** How long a call waits for its reply, in nanoseconds: its own `timeout`, else the profile's; 0: the run's. */
-    private def timeoutOf(c: Config, what: String): Long =
-      if c.hasPath("timeout") then
-        duration(c, "timeout", what).getOrElse(failAt(c, "timeout", s"$what.timeout must be a positive duration, like 10s")).toNanos
-      else profileTimeout
-
-    private val profileTimeout: Long =
-      if !root.hasPath("timeout") then 0
-      else duration(root, "timeout", "timeout").getOrElse(failAt(root, "timeout", "timeout must be a positive duration, like 10s")).toNanos
-
-
-    /** A variable set for templates of one place: identity, constants, per-call values, kept values
-      * allowed there. `atJoin`: only values with a default (the first join has read nothing yet).
-      */
-    private def callVariables(atJoin: Boolean, replied: Boolean): String => Option[Either[String, Variable[CallScope]]] =
-      name =>
-        identityFields.get(name).map(Right(_)).orElse(perCall.get(name).map(Right(_))).orElse(declared.get(name).map { d =>
-          val unread = !replied && !d.explicitDefault && (atJoin || !d.keptAtJoin)
-          if unread then
-            Left(s"'$name' is read from a reply ${if atJoin then "and the first join has read none yet" else "after the join, so the first calls would have no value for it"}: give it a default in its keep block")
-          else
-            val slot = resolved(d.slot)
-            Right((s: CallScope, out: java.lang.StringBuilder) => slot.appendTo(s.device, out))
-        })
-
-    private val perCall: Map[String, Variable[CallScope]] = Map(
-      "seq" -> ((s, out) => out.append(if s.message >= 0 then s.device.registers(Registers.seq(s.message)) else 0L)),
-      "uptimeS" -> ((s, out) => out.append(s.device.uptimeS)),
-      "nowMs" -> ((s, out) => out.append(s.nowMs)),
-      "nowIso" -> ((s, out) => out.append(java.time.Instant.ofEpochMilli(s.nowMs).toString)),
-      "state" -> ((s, out) => out.append(s.device.state.toString)),
-      "sshKey" -> { val key = context.sshKey.getOrElse(""); (_, out) => out.append(key) })
-
-    /** The per-call values that render as numbers; the others are texts. */
-    private val perCallNumbers = Set("seq", "uptimeS", "nowMs")
-
-    private def compile[S <: Scope](text: String, at: ConfigValue, variables: Map[String, Variable[S]], escape: Escape, what: String): Template[S] =
-      Template.compile[S](text, variables.get, escape, slots, variables.keys).fold(e => fail(at, s"$what: $e"), t => t)
-
-    /** @param replied read once the reply's values are kept (a check): every kept value may be named */
-    private def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false): Template[CallScope] =
-      val lookup = callVariables(atJoin, replied)
-      val problems = mutable.ArrayBuffer.empty[String]
-      val known = identityFields.keys ++ perCall.keys ++ declared.keys
-      val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
-        case Right(v) => Some(v)
-        case Left(problem) => problems += problem; None
-      }, escape, slots, known).fold(e => fail(at, s"$what: ${problems.headOption.getOrElse(e)}"), t => t)
-      template
-
-    private def call(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
-        notAdmitted: Set[Int]): TemplateCall =
-      if !mqtt then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "path")
-      // An MQTT device fetches a document over HTTP(S) by its URL, often one a push named: never through its session.
-      else if block.containsKey("url") then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "url")
-      else publish(block, kindOf, what, message)
-
-    /** An MQTT device's call: a publish to a topic, at QoS 0 or 1; it keeps nothing (a PUBACK says nothing). */
-    private def publish(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
-      val c = block.toConfig
-      if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\", or a url to fetch")
-      HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain, retry and a body"))
-      val topic = compileCall(string(c, "topic"), c.getValue("topic"), atJoin = false, Escape.None, s"$what.topic")
-      val qos = qosOf(c, "qos", what, default = 1)
-      val retain = c.hasPath("retain") && boolean(c, "retain", what)
-      val body = bodyOf(c, what, atJoin = false).map(_._1)
-      val retry = retryOf(c, what)
-      TemplateCall(kindOf(block.get("topic")), "PUBLISH", topic, Left(Array.emptyByteArray), body, IndexedSeq.empty, Answers(null, Map.empty, Set.empty, Map.empty),
-        message, walkBase, qos, retain, retry = retry, notes = notesOf(c, retry, 0))
-
-    private def qosOf(c: Config, path: String, what: String, default: Int): Int =
-      if !c.hasPath(path) then default
-      else
-        val value = c.getValue(path)
-        value.unwrapped match
-          case n: Integer if n == 0 || n == 1 => n
-          case _ => fail(value, s"$what.$path must be 0 or 1 (QoS 2 is not simulated)")
-
-    private def boolean(c: Config, path: String, what: String): Boolean =
-      try c.getBoolean(path) catch case _: ConfigException => failAt(c, path, s"$what.$path must be true or false")
-
-    /** A JSON or text body, and its content type; None when the call has no body. */
-    private def bodyOf(c: Config, what: String, atJoin: Boolean): Option[(Template[CallScope], String)] =
-      val bodies = BodyKeys.filter(c.hasPath)
-      if bodies.size > 1 then failAt(c, bodies(1), s"$what has both ${bodies(0)} and ${bodies(1)}: a call has one body")
-      bodies.headOption.map {
-        case "json" =>
-          val text = string(c, "json")
-          val template = compileCall(text, c.getValue("json"), atJoin, Escape.Json, s"$what.json")
-          checkJson(text, c.getValue("json"), callSamples, Escape.Json, what)
-          (template, "application/json")
-        case "text" => (compileCall(string(c, "text"), c.getValue("text"), atJoin, Escape.None, s"$what.text"), "text/plain; charset=utf-8")
-        case _ =>
-          val form = obj(c, "form", s"$what.form")
-          val fields = form.keySet.asScala.toSeq.sortBy(k => form.get(k).origin.lineNumber)
-          // key=value&key=value, in the order written: names encoded once here, values by the template.
-          val text = fields.map(k => encodeLiterals(k) + "=" + encodeLiterals(String.valueOf(form.get(k).unwrapped))).mkString("&")
-          (compileCall(text + formTrailer(c, what), form, atJoin, Escape.Url, s"$what.form"), "application/x-www-form-urlencoded")
-      }
-
-    /** What ends a form: `&` when its form-encoding asks for a trailing separator (a shell agent's `a=1&b=2&`). */
-    private def formTrailer(c: Config, what: String): String =
-      if !c.hasPath("form-encoding") then ""
-      else
-        val block = obj(c, "form-encoding", s"$what.form-encoding")
-        keysOf(block, Set("trailing-separator"), s"$what.form-encoding")
-        if block.toConfig.hasPath("trailing-separator") && boolean(block.toConfig, "trailing-separator", s"$what.form-encoding") then "&" else ""
-
-    /** Headers that say how the request is framed or the connection used: a profile's would contradict fleetsim's own. */
-    private val FramingHeaders = Seq("Content-Length", "Transfer-Encoding", "Connection")
-
-    /** An HTTP call to a path on the controller, or (`target` url) to an absolute URL. */
-    private def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
-        notAdmitted: Set[Int], target: String): TemplateCall =
-      val c = block.toConfig
-      if !c.hasPath(target) then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")
-      if c.hasPath("form-encoding") && !c.hasPath("form") then failAt(c, "form-encoding", s"$what.form-encoding is for a form body: add form { ... } or remove it")
-      if target == "url" then
-        if c.hasPath("topic") then failAt(c, "topic", s"$what has both a url and a topic: a call either fetches a url or publishes")
-        if !string(c, "url").contains("{{") && UrlTransport.split(string(c, "url")).isEmpty then
-          failAt(c, "url", s"$what.url must be an absolute http:// or https:// URL, like \"https://config.example.com/devices/{{clientId}}\" or \"{{configUrl}}\"")
-        for key <- Seq("qos", "retain") if c.hasPath(key) do failAt(c, key, s"$what.$key is for a publish; a call to a url has none")
-      val bodied = bodyOf(c, what, atJoin)
-      val method = if c.hasPath("method") then string(c, "method").toUpperCase else if bodied.isEmpty then "GET" else "POST"
-      if !method.matches("[A-Z]+") then failAt(c, "method", s"$what.method '$method' is not an HTTP method")
-      if method == "HEAD" || method == "CONNECT" then failAt(c, "method", s"$what.method $method is not supported: a device's calls read a reply's body (use GET)")
-      def literal(key: String, text: String, at: ConfigValue) =
-        if TemplateCall.breaksLine(text) then fail(at, s"$what.$key holds CR, LF or NUL, which would end the request line or a header: remove it")
-        text
-      val path = compileCall(literal(target, string(c, target), c.getValue(target)), c.getValue(target), atJoin, Escape.None, s"$what.$target")
-      val (body, contentType) = (bodied.map(_._1), bodied.map(_._2))
-      val listed = if !c.hasPath("headers") then Seq.empty else
-        val h = obj(c, "headers", s"$what.headers")
-        h.keySet.asScala.toSeq.sortBy(k => h.get(k).origin.lineNumber).map { name =>
-          if !name.matches("[A-Za-z0-9-]+") then fail(h.get(name), s"$what.headers: '$name' is not a header name")
-          if FramingHeaders.exists(_.equalsIgnoreCase(name)) then
-            fail(h.get(name), s"$what.headers: $name is fleetsim's to send (it frames the request and the connection): remove it; the connection key says how connections are used")
-          name -> compileCall(literal(s"headers.$name", String.valueOf(h.get(name).unwrapped), h.get(name)), h.get(name), atJoin, Escape.None, s"$what.headers.$name")
-        }
-      val all = contentType.filterNot(_ => listed.exists(_._1.equalsIgnoreCase("Content-Type")))
-        .map(t => "Content-Type" -> compileCall(t, block, atJoin, Escape.None, what)).toSeq ++ listed
-      val headers =
-        if all.forall(_._2.isConstant) then Left(all.map((n, t) => s"$n: ${t.text(null)}\r\n").mkString.getBytes(UTF_8))
-        else Right(all.map((n, t) => (s"$n: ".getBytes(US_ASCII), t)).toIndexedSeq)
-      val kind = kindOf(block.get(target))
-      val (retry, timeout) = (retryOf(c, what), timeoutOf(c, what))
-      TemplateCall(kind, method, path, headers, body, keepsOf(block, what), answersOf(c, kind, what, notAdmitted), message, walkBase,
-        toUrl = target == "url", checksOf(c, what), retry, timeout, notesOf(c, retry, timeout))
-
-    /** The values a call's reply (or a push) is read for, each with the way it is read. */
-    private def keepsOf(block: ConfigObject, what: String): IndexedSeq[Keep] =
-      Option(block.get("keep")).collect { case k: ConfigObject => k }.toIndexedSeq.flatMap { keep =>
-        keep.keySet.asScala.toSeq.map { key =>
-          val spec = keep.get(key).asInstanceOf[ConfigObject].toConfig
-          val ways = Seq("json", "regex", "header", "digest").filter(spec.hasPath)
-          if ways.size != 1 then fail(keep.get(key), s"$what.keep.$key: say how to read it with one of json = \"/pointer\", regex = \"id: (\\\\S+)\", header = \"X-Name\", digest = sha256")
-          val reading = ways.head match
-            case "json" => Reading.Json(JsonPointer.compile(string(spec, "json")).fold(e => failAt(spec, "json", s"$what.keep.$key: $e"), t => t))
-            case "regex" =>
-              try Reading.Regex(Pattern.compile(string(spec, "regex"), Pattern.MULTILINE))
-              catch case e: PatternSyntaxException => failAt(spec, "regex", s"$what.keep.$key: bad regular expression: ${e.getDescription} at ${e.getIndex}")
-            case "digest" => Reading.Digest(Digests(string(spec, "digest")))
-            case _ => Reading.Header(string(spec, "header"))
-          Keep(resolved(declared(key).slot), reading, required = !spec.hasPath("default"))
-        }
-      }
-
-    /** Form-encodes the text around a template's {{...}}; the template encodes what they render. */
-    private def encodeLiterals(text: String): String =
-      val m = Interpolation.matcher(text)
-      val out = StringBuilder()
-      var at = 0
-      while m.find() do
-        out ++= java.net.URLEncoder.encode(text.substring(at, m.start), UTF_8) ++= m.group()
-        at = m.end
-      (out ++= java.net.URLEncoder.encode(text.substring(at), UTF_8)).toString
-
-    /** A JSON body must be JSON whatever its values: checked as strict JSON with each {{...}} rendered as its type. */
-    private def checkJson(text: String, at: ConfigValue, samples: Map[String, String], escape: Escape, what: String): Unit =
-      JsonBody.check(text, samples, escape).foreach(problem => fail(at, s"$what json body is not JSON after rendering $problem"))
-
-    /** How each variable a call's template may name stands in when its JSON body is checked. */
-    private def callSamples: Map[String, String] =
-      declared.view.mapValues(d => if d.slot.number then JsonBody.Number else JsonBody.Text).toMap ++
-        perCall.keys.map(k => k -> (if perCallNumbers(k) then JsonBody.Number else JsonBody.Text)) ++
-        identitySamples
-
-    // Registers: the device's three per message, then numbers, then walks. Numbers were numbered -1, -2, ...
-    // while they were declared; `resolved` gives each its place once all are known.
-    private def numberBase = profileBase
-    private def walkBase = numberBase + numbers
-    private def resolved(slot: Slot): Slot = if slot.number then slot.copy(index = numberBase - slot.index - 1) else slot
-
-    // ---- assembling it ----
-
-    /** An MQTT device's connection: fleet-wide options, and per device its names rendered from templates. */
-    private def mqttOptions: MqttOptions =
-      val block = if root.hasPath("mqtt") then obj(root, "mqtt", "mqtt") else ConfigFactory.empty.root
-      keysOf(block, Set("client-id", "username", "password", "version", "keepalive", "clean-start", "session-expiry", "will", "max-in-flight"), "mqtt")
-      val c = block.toConfig
-      def template(path: String, what: String): Option[Template[IdentityScope]] =
-        Option.when(c.hasPath(path))(compile[IdentityScope](string(c, path), c.getValue(path), ownFields, Escape.None, what))
-      def duration(path: String, default: scala.concurrent.duration.FiniteDuration) =
-        if !c.hasPath(path) then default
-        else
-          try scala.concurrent.duration.Duration.fromNanos(c.getDuration(path).toNanos)
-          catch case _: ConfigException => failAt(c, path, s"mqtt.$path must be a duration, like 60s")
-      val version = if !c.hasPath("version") then 5 else String.valueOf(c.getValue("version").unwrapped) match
-        case "5" | "5.0" => 5
-        case "3.1.1" | "3" => 3
-        case other => failAt(c, "version", s"mqtt.version must be 5 or 3.1.1 (got '$other')")
-      val keepAlive = duration("keepalive", scala.concurrent.duration.Duration(60, "s"))
-      if keepAlive.toSeconds > 65535 then failAt(c, "keepalive", "mqtt.keepalive must be at most 65535s")
-      val inFlight = if c.hasPath("max-in-flight") then c.getInt("max-in-flight") else 16
-      if inFlight < 1 then failAt(c, "max-in-flight", "mqtt.max-in-flight must be at least 1")
-      val clientId = compile[IdentityScope]("{{clientId}}", block, ownFields, Escape.None, "mqtt.client-id")
-      val (username, password) = (template("username", "mqtt.username"), template("password", "mqtt.password"))
-      val pushes = if root.hasPath("pushes") then Some(obj(root, "pushes", "pushes").toConfig) else None
-      val topics = pushes.filter(_.hasPath("topics")).map { p =>
-        val list = p.getValue("topics") match
-          case l: ConfigList if !l.isEmpty => l.asScala.toSeq
-          case v => fail(v, "pushes.topics must be a list of topic filters, like [\"devices/{{clientId}}/config\"]")
-        list.map(v => compile[IdentityScope](String.valueOf(v.unwrapped), v, ownFields, Escape.None, "pushes.topics"))
-      }.getOrElse(Nil)
-      for p <- pushes if !p.hasPath("topics") do fail(root.getValue("pushes"), "pushes has no topics: say where pushes come, like topics = [\"devices/{{clientId}}/config\"]")
-      val will = Option.when(c.hasPath("will")) {
-        val w = obj(c, "will", "mqtt.will")
-        keysOf(w, Set("topic", "text", "json", "qos", "retain"), "mqtt.will")
-        val wc = w.toConfig
-        if !wc.hasPath("topic") then fail(w, "mqtt.will has no topic: like will { topic = \"devices/{{clientId}}/status\", text = \"offline\" }")
-        val payload = Seq("text", "json").find(wc.hasPath).map(k => compile[IdentityScope](string(wc, k), wc.getValue(k), ownFields, Escape.None, s"mqtt.will.$k"))
-        if wc.hasPath("json") then checkJson(string(wc, "json"), wc.getValue("json"), identitySamples.toMap, Escape.None, "mqtt.will")
-        (compile[IdentityScope](string(wc, "topic"), wc.getValue("topic"), ownFields, Escape.None, "mqtt.will.topic"), payload,
-          qosOf(wc, "qos", "mqtt.will", 1), wc.hasPath("retain") && boolean(wc, "retain", "mqtt.will"))
-      }
-      val identity = (n: Int) =>
-        val scope = IdentityScope(n)
-        MqttIdentity(clientId.text(scope), username.map(_.text(scope)), password.map(_.bytes(scope)), topics.map(_.text(scope)),
-          will.map((topic, payload, _, _) => topic.text(scope) -> payload.fold(Array.emptyByteArray)(_.bytes(scope))))
-      MqttOptions(version, keepAlive, !c.hasPath("clean-start") || boolean(c, "clean-start", "mqtt"), duration("session-expiry", scala.concurrent.duration.Duration.Zero),
-        inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), identity)
-
-    val profile: ProfiledDevice =
-      if !mqtt && !root.hasPath("join") then throw ProfileError(s"${where(root.root)}: a device profile needs a join block: the call a device makes first")
-      if root.hasPath("pushes") then keysOf(obj(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
-      val joinBlock = Option.when(!mqtt)(obj(root, "join", "join"))
-      val resumeBlock = Option.when(root.hasPath("resume"))(obj(root, "resume", "resume"))
-      for (b, what) <- joinBlock.map(_ -> "join") ++ resumeBlock.map(_ -> "resume") do keysOf(b, CallKeys + "not-admitted", what)
-      // A join's 403 means not yet; a resume's means the controller no longer knows the device: it registers afresh.
-      def notAdmitted(block: ConfigObject, what: String) =
-        val j = block.toConfig
-        if !j.hasPath("not-admitted") then (if what == "join" then Set(403) else Set.empty[Int])
-        else
-          try j.getIntList("not-admitted").asScala.map(_.intValue).toSet
-          catch case _: ConfigException => failAt(j, "not-admitted", s"$what.not-admitted must be a list of statuses, like [403]")
-      if resumeBlock.isDefined && seededColumns.isEmpty then
-        fail(root.getValue("resume"), "resume is the call of a device that starts known: give identity.csv columns named like the values it keeps (id, key, ...), and devices whose row holds them all resume")
-      // Trigger values first: templates may name a trigger's own value.
-      val triggerSpecs = triggerBlocks.map { (name, t) =>
-        val c = t.toConfig
-        if !c.hasPath("when") then fail(t, s"triggers.$name has no when: say which value, like when { newer = configSeq, than = appliedConfigSeq }")
-        val when = obj(c, "when", s"triggers.$name.when")
-        val w = when.toConfig
-        val (test, mine) = keysOf(when, Set("newer", "than", "differs", "from"), s"triggers.$name.when").toSet match
-          case k if k == Set("newer", "than") => ("newer", "than")
-          case k if k == Set("differs", "from") => ("differs", "from")
-          case _ => fail(when, s"triggers.$name.when is { newer = VALUE, than = OWN } (numbers) or { differs = VALUE, from = OWN }")
-        val announced = slotNamed(w, test, s"triggers.$name.when.$test")
-        if test == "newer" && !announced.number then failAt(w, test, s"triggers.$name.when: newer compares numbers, and '${announced.name}' is text; use differs/from")
-        val applied = own(string(w, mine), announced)
-        (name, t, test, announced, applied)
-      }
-      /** The join's and resume's kind: its name, if it gives one. */
-      def named(block: ConfigObject, default: String) =
-        (v: ConfigValue) => kind(if block.toConfig.hasPath("name") then string(block.toConfig, "name") else default, periodic = false, v)
-      val join = joinBlock.map(b => call(b, named(b, "join"), "join", atJoin = true, message = -1, notAdmitted(b, "join")))
-      val resume = resumeBlock.map(b => call(b, named(b, "resume"), "resume", atJoin = true, message = -1, notAdmitted(b, "resume")))
-      val messages = messageBlocks.zipWithIndex.map { case ((name, m), i) =>
-        keysOf(m, CallKeys ++ Set("interval", "jitter", "liveness", "max-failures", "requests", "first"), s"messages.$name")
-        val c = m.toConfig
-        val k = kind(name, periodic = true, m)
-        val calls = callBlocks(m, "requests", s"messages.$name").map { block =>
-          if block ne m then keysOf(block, CallKeys, s"messages.$name.requests")
-          if block.containsKey("name") then
-            fail(block.get("name"), s"messages.$name: a message's calls are counted under the message's name ($name): rename the block to name them, and remove name")
-          call(block, _ => k, s"messages.$name", atJoin = false, message = i, Set.empty)
-        }
-        if !c.hasPath("interval") then fail(m, s"messages.$name has no interval: like interval = 30s, or the name of a number kept at join (seconds)")
-        val interval: DeviceScope => Long =
-          try
-            val nanos = c.getDuration("interval").toNanos
-            if nanos <= 0 then failAt(c, "interval", s"messages.$name.interval must be positive")
-            _ => nanos
-          catch
-            case _: ConfigException.BadValue =>
-              val slot = resolved(slotNamed(c, "interval", s"messages.$name.interval"))
-              if !slot.number then failAt(c, "interval", s"messages.$name.interval: '${slot.name}' is text, not a number of seconds")
-              d => slot.number(d) * 1_000_000_000L
-        val jitter = Option.when(c.hasPath("jitter"))(c.getDouble("jitter"))
-        jitter.foreach(j => if j < 0 || j >= 1 then failAt(c, "jitter", s"messages.$name.jitter must be at least 0 and below 1"))
-        if c.hasPath("max-failures") && c.hasPath("liveness") then
-          failAt(c, "liveness", s"messages.$name has both liveness and max-failures: say one (liveness = true is max-failures = --max-lost-heartbeats)")
-        val maxFailures =
-          if c.hasPath("max-failures") then Some(c.getInt("max-failures").max(0))
-          else if c.hasPath("liveness") && c.getBoolean("liveness") then None
-          else Some(0)
-        val After = "after (.+)".r
-        val first = if !c.hasPath("first") then First.RandomPhase else string(c, "first").trim match
-          case "random-phase" => First.RandomPhase
-          case "at-join" => First.AtJoin
-          case After(range) =>
-            First.After(spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
-              s"messages.$name.first after"))
-          case other => failAt(c, "first", s"messages.$name.first must be at-join, random-phase or \"after 5s..10s\" (got '$other')")
-        Periodic(k, calls.toIndexedSeq, interval, jitter, maxFailures, first)
-      }
-      val triggers = triggerSpecs.map { (name, t, test, announced0, applied0) =>
-        keysOf(t, CallKeys ++ Set("when", "calls"), s"triggers.$name")
-        val blocks = callBlocks(t, "calls", s"triggers.$name")
-        val calls = blocks.zipWithIndex.map { (block, i) =>
-          if block ne t then keysOf(block, CallKeys, s"triggers.$name.calls")
-          val callName =
-            if i == 0 && !block.toConfig.hasPath("name") then name
-            else if block.toConfig.hasPath("name") then string(block.toConfig, "name")
-            else fail(block, s"triggers.$name.calls: each call after the first needs a name (its message kind), like name = applied")
-          call(block, v => kind(callName, periodic = false, v), s"triggers.$name", atJoin = false, message = -1, Set.empty)
-        }
-        val (announced, applied) = (resolved(announced0), resolved(applied0))
-        val setsItself = blocks.exists(b => Option(b.get("keep")).collect { case k: ConfigObject => k.containsKey(applied.name) }.getOrElse(false))
-        val due: DeviceScope => Boolean =
-          if test == "newer" then d => announced.number(d) > applied.number(d)
-          else d => announced.text(d) != applied.text(d)
-        val record: DeviceScope => Unit = if setsItself then _ => () else d => applied.store(d, announced.text(d))
-        Trigger(calls.toIndexedSeq, due, record)
-      }
-      val (login, ssh) =
-        if mqtt then (compileCall("{{clientId}}", root.root, atJoin = false, Escape.None, "mqtt.client-id"), None)
-        else if !root.hasPath("ssh") then (compileCall("{{mac}}", root.root, atJoin = false, Escape.None, "ssh.login"), None)
-        else
-          val block = obj(root, "ssh", "ssh")
-          keysOf(block, Set("host", "port", "login"), "ssh")
-          val c = block.toConfig
-          val login = if c.hasPath("login") then compileCall(string(c, "login"), c.getValue("login"), atJoin = false, Escape.None, "ssh.login")
-            else compileCall("{{mac}}", block, atJoin = false, Escape.None, "ssh.login")
-          val endpoint = Option.when(c.hasPath("host"))(resolved(slotNamed(c, "host", "ssh.host")) -> resolved(slotNamed(c, "port", "ssh.port")))
-          (login, endpoint)
-      val mqttSession = Option.when(mqtt)(mqttOptions)
-      val pushes = Option.when(root.hasPath("pushes"))(keepsOf(obj(root, "pushes", "pushes"), "pushes"))
-      // After the walks, which every template compiled so far has counted: when the oldest unacknowledged push came.
-      val pushedAt = if pushes.isDefined then walkBase + slots.count else -1
-      val startDelay = Option.when(root.hasPath("start-delay"))(spread(root, "start-delay", "start-delay"))
-      val seeds = seedsOf(resume.isDefined)
-      // Last, after the walks and the push's register: the registers placed once all are known.
-      val lateBase = walkBase + slots.count + pushes.size
-      for (register, i) <- late.zipWithIndex do register.index = lateBase + i
-      ProfiledDevice(name, kinds.toIndexedSeq, join, resume, messages.toIndexedSeq, triggers.toIndexedSeq, lateBase + late.size, texts,
-        login, ssh, declared.values.map(d => resolved(d.slot)).toIndexedSeq, walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
-        mqttSession, seeds, startDelay)
-
-    /** The kept values identity.csv seeds, each row checked now: a number must be one. */
-    private def seedsOf(resumes: Boolean): Seeds =
-      if seededColumns.isEmpty then Seeds.None
-      else
-        val rows = csv.get.rows
-        val slots = seededColumns.map((column, _) => resolved(declared(column).slot)).toIndexedSeq
-        for ((column, i), slot) <- seededColumns.zip(slots) if slot.number; (row, n) <- rows.zipWithIndex.take(context.fleet.devices) do
-          if row(i).nonEmpty && ProfileValues.parseLong(row(i)) == null then
-            fail(root.getValue("identity.csv"), s"identity.csv: row ${n + 2}, column $column: '${row(i)}' is not a number, and $column is kept as one (say type = text where it is kept, or fix the row)")
-        val columns = seededColumns.map(_._2).toIndexedSeq
-        Seeds(slots, n => columns.map(rows(n)(_)), if resumes then lateRegister() else LateRegister())
-
-  private val Interpolation = Pattern.compile("\\{\\{.*?\\}\\}")
-  private val StopAfter = "stop after (\\d+)".r
-  /** The digests a reply's body can be kept as, by the names a profile gives them. */
-  private val Digests = Map("md5" -> Hash.Md5, "sha1" -> Hash.Sha1, "sha256" -> Hash.Sha256)
-
-/** The identity fields' view of a device: its number, and a random that is the same every time
-  * for that device, so that what it picks it keeps.
-  */
-final class IdentityScope(val number: Int) extends Scope:
-  lazy val random: RandomGenerator = SplittableRandom(0x5eed_f1ee_75L ^ (number.toLong * 0x9e3779b97f4a7c15L))
-  def walk(slot: Int): Double = 0
-  def setWalk(slot: Int, value: Double): Unit = ()
-
-/** The profile's `identity.csv`: one device a row, its columns names templates use. */
-object IdentityCsv:
-  def read(at: ConfigValue, base: Option[Path], devices: Int, fail: (ConfigValue, String) => Nothing): Csv =
-    val name = String.valueOf(at.unwrapped)
-    val file = base.fold(Path.of(name))(_.resolve(name))
-    if !Files.isRegularFile(file) then fail(at, s"identity.csv: no such file $file (a path is taken from the profile's folder)")
-    val csv = Csv.read(file).fold(problem => fail(at, s"identity.csv: $problem"), identity)
-    for c <- csv.columns if !c.matches("[A-Za-z_][A-Za-z0-9_]*") do
-      fail(at, s"identity.csv: column '$c' of $file is not a name templates can use (letters, digits, _)")
-    if csv.rows.size < devices then
-      fail(at, s"identity.csv: $file has ${csv.rows.size} devices' rows but the fleet has $devices: add rows, or run fewer devices")
-    csv
+  def load(nameOrFile: String, context: FleetContext): CompiledProfile = parse(nameOrFile, context.settings).compile(context)

@@ -5,7 +5,7 @@ import fleetsim.web.DashboardSettings
 import fleetsim.controller.ControllerSettings
 import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
-import fleetsim.profile.{FleetContext, ProfileLoader, ProfiledDevice}
+import fleetsim.profile.{CompiledProfile, FleetContext, ProfileLoader}
 import fleetsim.tls.TlsSettings
 import fleetsim.transport.{ConnectionMode, HttpSettings, SourceAddresses}
 
@@ -30,7 +30,7 @@ final case class RunSettings(
     sourceIps: Option[SourceAddresses],
     tls: TlsSettings,
     transport: TransportKind,
-    profile: ProfiledDevice,
+    profile: CompiledProfile,
     controller: ControllerSettings,
     controllerUrl: Option[String],
     resultsDir: Path,

@@ -98,13 +98,6 @@ enum FailureReason(val key: String):
   */
 final class KnownFailure(val reason: FailureReason, message: String) extends RuntimeException(message, null, false, false)
 
-/** SSH's endpoint lives with SSH; this alias keeps the places that import it from here compiling
-  * (controller/ProtocolV1Routes, profile/ProfiledDevice, both being reworked apart): remove it once
-  * they import [[ssh.SshEndpoint]].
-  */
-type SshEndpoint = ssh.SshEndpoint
-val SshEndpoint: ssh.SshEndpoint.type = ssh.SshEndpoint
-
 /** How devices reach a controller. Implementations are shared and asynchronous; devices never see
   * a library exception, only a [[Reply]].
   */

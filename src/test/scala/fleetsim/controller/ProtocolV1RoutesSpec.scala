@@ -2,7 +2,7 @@ package fleetsim.controller
 
 import com.github.plokhotnyuk.jsoniter_scala.core.readFromString
 import fleetsim.protocol.{HeartbeatReply, JoinReply}
-import fleetsim.transport.SshEndpoint
+import fleetsim.transport.ssh.SshEndpoint
 import org.apache.pekko.http.scaladsl.model.StatusCodes.*
 import org.apache.pekko.http.scaladsl.model.headers.RawHeader
 import org.apache.pekko.http.scaladsl.model.{ContentTypes, HttpEntity}

@@ -1,7 +1,8 @@
 package fleetsim.profile
 
 import fleetsim.device.*
-import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Request, SshEndpoint}
+import fleetsim.transport.{FailureReason, MessageKind, Push, Reply, Request}
+import fleetsim.transport.ssh.SshEndpoint
 import fleetsim.transport.mqtt.MqttOptions
 
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
@@ -11,10 +12,11 @@ import java.util.SplittableRandom
 import java.util.random.RandomGenerator
 import java.util.regex.Pattern
 
-/** A device profile read from a file ([[ProfileLoader]]): calls rendered from templates, replies
-  * read by JSON pointer, regular expression or header into the device's registers and texts.
+/** A device profile as [[ProfileLoader]] compiled it, held once for the whole fleet (not a device):
+  * calls rendered from templates, replies read by JSON pointer, regular expression or header into
+  * each device's registers and texts.
   */
-final class ProfiledDevice(
+final class CompiledProfile(
     val name: String,
     val kinds: IndexedSeq[MessageKind],
     val join: Option[Call],
