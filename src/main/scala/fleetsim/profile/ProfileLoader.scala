@@ -34,9 +34,6 @@ object ProfileLoader:
   /** The profiles inside fleetsim, by name: `--device-profile ap-v1`. */
   val BuiltIn: Seq[String] = Seq("ap-v1", "ap-agent", "ap-shell", "iot-telemetry", "iot-mqtt")
 
-  /** The profile a transport's devices speak when the run names none. */
-  def defaultFor(transport: String): String = if transport == "mqtt" then "iot-mqtt" else "ap-v1"
-
   private def resource(name: String) = s"fleetsim/device-profiles/$name.conf"
 
   /** The text of a built-in profile, for `profile show`. */

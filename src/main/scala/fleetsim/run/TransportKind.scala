@@ -17,8 +17,8 @@ import scala.concurrent.Future
   *
   * A new kind is one file beside [[HttpKind]], [[SshKind]] and [[MqttKind]] and one line in
   * [[TransportKinds.all]]. What it may also touch: a section of its own in [[fleetsim.report.Summary]]
-  * (a field of summary.json, and its line in `Summary.render`), its profile section (ProfileLoader,
-  * whose `transport` key and `defaultFor` still list the names), and the launcher's heap guess
+  * (a field of summary.json, and its line in `Summary.render`), its profile section (profile/TransportSection: the
+  * profile loader's `transport` key and its sections still list the names), and the launcher's heap guess
   * (`./fleetsim`, a shell script that reads the command line before any JVM starts).
   */
 trait TransportKind extends SessionFigures with SessionsSection:
