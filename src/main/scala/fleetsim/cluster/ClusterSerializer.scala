@@ -97,7 +97,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     s.byKind.foreach { (key, k) =>
       out.writeUTF(key)
       out.writeLong(k.sent); out.writeLong(k.ok); out.writeLong(k.forbidden); writeCounts(out, FailureReason.values, k.failures); out.writeLong(k.inFlight)
-      writeTimes(out, k.recent); writeTimes(out, k.overall); writeTimes(out, k.recentLateness)
+      writeTimes(out, k.recent); writeTimes(out, k.overall); writeTimes(out, k.recentLateness); writeTimes(out, k.overallLateness)
     }
     val t = s.tunnels
     out.writeLong(t.opened); out.writeLong(t.up); out.writeLong(t.retunnels); writeCounts(out, FailureReason.values, t.failures)
@@ -110,7 +110,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     val byState = readCounts(in, DeviceState.values)
     val byKind = ListMap.from((1 to in.readInt()).map { _ =>
       in.readUTF() -> KindSnapshot(in.readLong(), in.readLong(), in.readLong(), readCounts(in, FailureReason.values), in.readLong(),
-        readTimes(in), readTimes(in), readTimes(in))
+        readTimes(in), readTimes(in), readTimes(in), readTimes(in))
     })
     val tunnels = TunnelSnapshot(in.readLong(), in.readLong(), in.readLong(), readCounts(in, FailureReason.values), readTimes(in), readTimes(in))
     val transitions = readCounts(in, moves)

@@ -128,6 +128,7 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
     val byKind = ListMap.from(kinds.map { kind =>
       val k = figures(kind.index)
       val (recent, overall) = k.latency.take()
+      val (recentLateness, overallLateness) = k.lateness.take()
       kind.key -> KindSnapshot(
         sent = k.sent.sum,
         ok = k.ok.sum,
@@ -136,7 +137,8 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
         inFlight = k.inFlight.sum,
         recent = recent,
         overall = overall,
-        recentLateness = k.lateness.recent())
+        recentLateness = recentLateness,
+        overallLateness = overallLateness)
     })
     val (recentHandshakes, allHandshakes) = handshakes.take()
     val tunnels = TunnelSnapshot(

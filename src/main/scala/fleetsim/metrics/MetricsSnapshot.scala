@@ -56,12 +56,14 @@ final case class KindSnapshot(
     inFlight: Long,
     recent: Times,
     overall: Times,
-    recentLateness: Times):
+    recentLateness: Times,
+    /** How late scheduled sends left since the start: empty for a kind not sent on a schedule. */
+    overallLateness: Times):
   def failed: Long = failures.values.sum
 
   def +(o: KindSnapshot): KindSnapshot =
     KindSnapshot(sent + o.sent, ok + o.ok, forbidden + o.forbidden, sum(failures, o.failures), inFlight + o.inFlight,
-      recent + o.recent, overall + o.overall, recentLateness + o.recentLateness)
+      recent + o.recent, overall + o.overall, recentLateness + o.recentLateness, overallLateness + o.overallLateness)
 
 /** Tunnels: opened so far, up now, re-tunnels (Reporting back to Tunneling), failed opens by reason,
   * and handshake times.

@@ -34,6 +34,7 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
       metrics.sent(kinds(0))
       metrics.replied(kinds(0), if i % 100 == 0 then Reply.Failed(FailureReason.TimedOut) else Reply.Response(200, Array.emptyByteArray), i * 1_000_000L)
     }
+    metrics.late(kinds(0), 12_000_000L)
     metrics.tunnelOpened(7_000_000L)
     metrics.halted("join: 403")
     metrics.halted("checksum: 404 x5")
@@ -45,6 +46,7 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     val (k, b) = (snapshot.byKind("heartbeat"), back.byKind("heartbeat"))
     assert((b.sent, b.ok, b.failures(FailureReason.TimedOut), b.inFlight) == (500, 495, 5, 0))
     assert(b.overall.latency == k.overall.latency && b.recent.count == 500)
+    assert(b.overallLateness.latency == k.overallLateness.latency && b.overallLateness.count == 1 && b.recentLateness.count == 1)
     assert(back.tunnels.opened == 1 && back.tunnels.overall.latency == snapshot.tunnels.overall.latency)
     assert(back.stopped == Map("join: 403" -> 2, "checksum: 404 x5" -> 1))
   }

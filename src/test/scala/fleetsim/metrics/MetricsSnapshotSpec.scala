@@ -51,15 +51,20 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
     merged.byKind("heartbeat").recent.latency.max shouldBe 400.0 +- 0.5
   }
 
-  test("a snapshot's recent times are those since the previous one; its overall times are all of them") {
+  test("a snapshot's recent times are those since the previous one; its overall times are all of them, lateness too") {
     val m = FleetMetrics(kinds)
     traffic(m)(devices = 1, ms = Seq.fill(100)(100), failures = 0)
+    (1 to 10).foreach(_ => m.late(kinds(0), 30_000_000L))
     m.snapshot().byKind("heartbeat").recent.count shouldBe 100
     traffic(m)(devices = 0, ms = Seq.fill(50)(1), failures = 0)
+    (1 to 5).foreach(_ => m.late(kinds(0), 2_000_000L))
     val second = m.snapshot().byKind("heartbeat")
     second.recent.count shouldBe 50
     second.recent.latency.max shouldBe 1.0 +- 0.01
     second.overall.count shouldBe 150
+    second.recentLateness.count shouldBe 5
+    second.overallLateness.count shouldBe 15
+    second.overallLateness.latency.max shouldBe 30.0 +- 0.05
   }
 
   test("stops are counted by reason, from many threads at once, merge across fleets, and reach Prometheus") {
