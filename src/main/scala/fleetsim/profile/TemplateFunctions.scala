@@ -1,5 +1,7 @@
 package fleetsim.profile
 
+import fleetsim.Comparison
+
 import java.util.Locale
 import java.util.random.RandomGenerator
 import javax.crypto.{Mac, SecretKey}

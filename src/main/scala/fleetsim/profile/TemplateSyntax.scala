@@ -1,5 +1,7 @@
 package fleetsim.profile
 
+import fleetsim.Comparison
+
 /** A mistake in a template, found while compiling it: one line for the user. */
 private[profile] final class TemplateError(message: String) extends Exception(message, null, false, false)
 
@@ -20,18 +22,6 @@ private[profile] object Expr:
   final case class And(parts: Vector[Expr], from: Int, to: Int) extends Expr
   final case class Or(parts: Vector[Expr], from: Int, to: Int) extends Expr
   final case class Not(operand: Expr, from: Int, to: Int) extends Expr
-
-/** A comparison operator, and whether it holds when the left side is below, equal to or above the right. */
-private[profile] enum Comparison(val symbol: String, below: Boolean, equal: Boolean, above: Boolean):
-  case Equal extends Comparison("==", false, true, false)
-  case NotEqual extends Comparison("!=", true, false, true)
-  case Below extends Comparison("<", true, false, false)
-  case AtMost extends Comparison("<=", true, true, false)
-  case Above extends Comparison(">", false, false, true)
-  case AtLeast extends Comparison(">=", false, true, true)
-
-  /** Whether it holds for `order`, negative, zero or positive as the left side is below, equal or above. */
-  def holds(order: Int): Boolean = if order < 0 then below else if order == 0 then equal else above
 
 /** A template as written: literal text around each interpolation (one more literal than expressions).
   *
