@@ -16,6 +16,9 @@ final case class Summary(
     devices: DevicesSummary,
     messages: Map[String, MessageCounts],
     latencyMs: Map[String, LatencySummary],
+    /** How late scheduled sends left, over the run: the kinds sent on a schedule only. */
+    latenessMs: Map[String, LatencySummary],
+    errors: ErrorsSummary,
     tunnels: Option[TunnelsSummary],
     mqtt: Option[MqttSummary],
     pushes: Option[PushesSummary],
@@ -42,7 +45,12 @@ final case class ClusterSummary(nodes: Map[String, Long], lost: List[String])
   */
 final case class DevicesSummary(target: Int, started: Int, byState: Map[String, Long], stopped: Map[String, Long])
 final case class MessageCounts(sent: Long, ok: Long, forbidden: Long, failed: Long, failures: Map[String, Long])
-final case class LatencySummary(p50: Double, p99: Double, max: Double)
+final case class LatencySummary(p50: Double, p90: Double, p99: Double, max: Double)
+/** What failed, as the status line counts errors: calls answered 403 or failed, and devices' own
+  * sessions (SSH tunnels, MQTT connects) that failed to open; `attempts` is every call sent and
+  * session tried, and `ratePct` the share of them that failed, in % (0 when nothing was tried).
+  */
+final case class ErrorsSummary(count: Long, attempts: Long, ratePct: Double)
 final case class ProcessSummary(threadsPeak: Int, heapUsedPeakBytes: Long)
 final case class TunnelsSummary(opened: Long, upAtEnd: Long, retunnels: Long, failures: Map[String, Long], handshakeMs: LatencySummary)
 /** MQTT connections: CONNACKs accepted, connected at the end, sessions lost and joined again,
@@ -78,7 +86,8 @@ object Summary:
   val Interrupted = "interrupted"
 
   /** Folds the end-of-run figures into a summary. `byState` and `tunnelsUp` (None without sessions)
-    * are taken before the devices stopped; `sessions` writes the transport's own section.
+    * are taken before the devices stopped; `sessions` writes the transport's own section; `periodic`
+    * names the kinds sent on a schedule, whose lateness it gives.
     */
   def of(
       run: RunInfo,
@@ -89,14 +98,18 @@ object Summary:
       process: ProcessFigures,
       controller: Option[ControllerCounts],
       cluster: Option[ClusterSummary] = None,
-      sessions: SessionsSection = SessionsSection.none): Summary =
+      sessions: SessionsSection = SessionsSection.none,
+      periodic: Seq[String] = Nil): Summary =
     def byKind[A](f: KindSnapshot => A) = metrics.byKind.map((k, v) => k -> f(v))
+    val messages = byKind(k => counts(k))
     val summary = Summary(
       run,
       DevicesSummary(target, byState.values.sum.toInt, ListMap.from(DeviceState.values.map(s => s.toString -> byState.getOrElse(s, 0L))),
         ListMap.from(metrics.stopped.toSeq.sortBy(_._1))),
-      byKind(k => counts(k)),
+      messages,
       byKind(k => latencySummary(k.overall)),
+      ListMap.from(metrics.byKind.collect { case (k, v) if periodic.contains(k) => k -> latencySummary(v.overallLateness) }),
+      errors(messages.values, metrics.tunnels.opened, metrics.tunnels.failures.values.sum),
       None,
       None,
       Option.when(metrics.pushes.received > 0)(metrics.pushes).map(p => PushesSummary(p.received, p.acknowledged, latencySummary(p.overall))),
@@ -107,7 +120,12 @@ object Summary:
 
   def latencySummary(times: Times): LatencySummary =
     val l = times.latency
-    LatencySummary(l.p50, l.p99, l.max)
+    LatencySummary(l.p50, l.p90, l.p99, l.max)
+
+  private def errors(messages: Iterable[MessageCounts], sessionsOpened: Long, sessionsFailed: Long): ErrorsSummary =
+    val count = messages.map(m => m.forbidden + m.failed).sum + sessionsFailed
+    val attempts = messages.map(_.sent).sum + sessionsOpened + sessionsFailed
+    ErrorsSummary(count, attempts, if attempts == 0 then 0.0 else 100.0 * count / attempts)
   /** Counts by reason's key, in the reasons' order, those above 0. */
   def failures(byReason: Map[FailureReason, Long]): Map[String, Long] =
     ListMap.from(FailureReason.values.map(r => r.key -> byReason(r)).filter(_._2 > 0))
@@ -133,6 +151,9 @@ object Summary:
       val l = s.latencyMs(kind)
       lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${l.p50}%8.2f ${l.p99}%8.2f ${l.max}%8.2f"
     }
+    if s.latenessMs.nonEmpty then
+      lines += "  lateness: " + s.latenessMs.map((kind, l) => f"$kind p50 ${l.p50}%.2f ms, p99 ${l.p99}%.2f ms, max ${l.max}%.2f ms").mkString("; ")
+    lines += f"  errors: ${s.errors.count} of ${s.errors.attempts} calls and session opens (${s.errors.ratePct}%.2f%%)"
     s.tunnels.foreach { t =>
       val failed = if t.failures.isEmpty then "" else ", failed opens: " + t.failures.map((k, v) => s"$k $v").mkString(", ")
       lines += f"  tunnels: ${t.opened} opened, ${t.upAtEnd} up at the end, ${t.retunnels} re-tunnels$failed; handshake p50 ${t.handshakeMs.p50}%.1f ms, p99 ${t.handshakeMs.p99}%.1f ms"

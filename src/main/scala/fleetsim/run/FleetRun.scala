@@ -124,7 +124,7 @@ final class FleetRun private (
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
           stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name)
         val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
-          process.sample(), controller.map(_.counts), cluster, settings.transport)
+          process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key))
         each(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over
