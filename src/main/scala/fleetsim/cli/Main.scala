@@ -5,7 +5,8 @@ import fleetsim.{UsageError, CannotRun}
 import java.io.PrintStream
 
 /** `fleetsim run|controller [flags]`. Exit codes: 0 done, 1 could not run here (port taken, too
-  * many files), 2 bad input; never a stack trace for a user's mistake.
+  * many files), 2 bad input, 3 a run's threshold failed (its verdict), 130 stopped by Ctrl-C; never a
+  * stack trace for a user's mistake.
   */
 object Main:
   val Usage: String =

@@ -26,6 +26,8 @@ enum ValueKind(val expected: String):
   /** On when named alone (`--insecure-tls`); `--insecure-tls=off` says off. */
   case Switch extends ValueKind("on or off")
   case Text extends ValueKind("a value")
+  /** A threshold's expression ([[fleetsim.report.Threshold]]); whether its figure exists is checked with the profile. */
+  case Threshold extends ValueKind(s"a threshold, like ${fleetsim.report.Threshold.Examples}")
   /** A file fleetsim reads: it exists, is a file, and can be read. */
   case InputFile extends ValueKind("a file fleetsim can read")
   /** A folder fleetsim reads files from. */
@@ -38,6 +40,7 @@ enum ValueKind(val expected: String):
   /** None when `text` is a valid value of this kind. */
   def problem(text: String): Option[String] = this match
     case InputFile | InputFolder | OutputFolder | OutputFile => ValueKind.pathProblem(this, text)
+    case Threshold => fleetsim.report.Threshold.parse(text).left.toOption
     case _ => Option.when(!valid(text))(s"'$text' is not $expected")
 
   private def valid(text: String): Boolean =
@@ -57,7 +60,7 @@ enum ValueKind(val expected: String):
       case HostPorts => text.split(',').map(_.trim).forall(t => scala.util.Try(fleetsim.hostPort(t, "")).isSuccess)
       case Choice(options*) => options.contains(text)
       case Switch => text == "on" || text == "off"
-      case Text | InputFile | InputFolder | OutputFolder | OutputFile => text.nonEmpty
+      case Text | Threshold | InputFile | InputFolder | OutputFolder | OutputFile => text.nonEmpty
     ok
 
   private def validUrl(text: String, schemes: String*): Boolean =
@@ -113,9 +116,14 @@ object ValueKind:
 /** One definition of an option: its flag, its environment variable, its key in a config file.
   *
   * @param needs a flag without which this one does nothing: giving it alone is a mistake, not a no-op
+  * @param repeatable its setting is a list: each time the flag is given adds a value, its environment
+  *   variable holds them separated by ';', its config key is a list
   */
-final case class Flag(name: String, path: String, kind: ValueKind, help: String, needs: Option[Flag] = None):
+final case class Flag(name: String, path: String, kind: ValueKind, help: String, needs: Option[Flag] = None, repeatable: Boolean = false):
   def env: String = "FLEETSIM_" + name.toUpperCase.replace('-', '_')
+
+  /** The values an environment variable holds: one, or for a repeatable flag each between ';'. */
+  def fromEnv(text: String): List[String] = if repeatable then text.split(';').map(_.trim).filter(_.nonEmpty).toList else List(text)
 
 object Flag:
   val Devices = Flag("devices", "fleetsim.fleet.devices", ValueKind.Count, "devices to simulate")
@@ -188,6 +196,9 @@ object Flag:
   val ClientCertsRequired = Flag("client-certs-required", "fleetsim.controller.client-certs-required", ValueKind.Switch,
     "with --tls: the reference controller admits only clients with a certificate its CA signed")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
+  val Threshold = Flag("threshold", "fleetsim.run.thresholds", ValueKind.Threshold,
+    "a threshold the run must pass, judged at the end, like 'latency.heartbeat.p99 < 200ms' or 'errors.rate < 1%'; give it again for more; exit code 3 when one fails",
+    repeatable = true)
 
 /** What a command line asked for. */
 enum Parsed:
@@ -204,11 +215,13 @@ object Options:
     if args.exists(a => a == "--help" || a == "-h") then Parsed.Help(help(command, flags))
     else
       val (fromFlags, configFile) = collect(command, flags, args)
-      val fromEnv = flags.flatMap(f => env.get(f.env).map(f -> _)).filterNot((f, _) => fromFlags.contains(f))
-      for (flag, value) <- fromEnv; p <- flag.kind.problem(value) do throw UsageError(s"${flag.env}: $p", command)
+      val fromEnv = flags.flatMap(f => env.get(f.env).map(f -> f.fromEnv(_))).filterNot((f, _) => fromFlags.contains(f))
+      for (flag, values) <- fromEnv; value <- values; p <- flag.kind.problem(value) do throw UsageError(s"${flag.env}: $p", command)
       // Each value's origin names its flag or variable, so that an error found later in it says where it came from.
       val supplied = fromFlags.toSeq.map((f, v) => (f, v, s"--${f.name}")) ++ fromEnv.map((f, v) => (f, v, f.env))
-      val overrides = supplied.foldLeft(ConfigFactory.empty)((c, g) => c.withFallback(ConfigFactory.parseMap(Map(g._1.path -> g._2).asJava, g._3)))
+      def setting(flag: Flag, values: List[String]): AnyRef = if flag.repeatable then values.asJava else values.last
+      val overrides = supplied.foldLeft(ConfigFactory.empty)((c, g) =>
+        c.withFallback(ConfigFactory.parseMap(Map(g._1.path -> setting(g._1, g._2)).asJava, g._3)))
       val fromFile = configFile.fold(ConfigFactory.empty)(path => readFile(command, path, flags))
       val chosen = overrides.withFallback(fromFile)
       val layered = chosen.withFallback(profile(command, chosen)).withFallback(ConfigFactory.load()).resolve()
@@ -231,10 +244,12 @@ object Options:
         case Some(resource) => ConfigFactory.parseURL(resource)
         case None => throw UsageError(s"no profile '$name' (there is: large)", command)
 
-  /** The flags given, checked one by one, and the --config file if one was named. */
-  private def collect(command: String, flags: Seq[Flag], args: List[String]): (Map[Flag, String], Option[String]) =
+  /** The flags given, checked one by one, each with its values in order (the last counts, but for a
+    * repeatable flag), and the --config file if one was named.
+    */
+  private def collect(command: String, flags: Seq[Flag], args: List[String]): (Map[Flag, List[String]], Option[String]) =
     val byName = flags.map(f => f.name -> f).toMap
-    def loop(rest: List[String], acc: Map[Flag, String], file: Option[String]): (Map[Flag, String], Option[String]) = rest match
+    def loop(rest: List[String], acc: Map[Flag, List[String]], file: Option[String]): (Map[Flag, List[String]], Option[String]) = rest match
       case Nil => (acc, file)
       case arg :: tail if arg.startsWith("--") =>
         val (name, inline) = arg.drop(2).split("=", 2) match
@@ -252,7 +267,7 @@ object Options:
         else
           val flag = byName.getOrElse(name, throw UsageError(s"unknown flag --$name${suggest(name, byName.keys.toSeq :+ ConfigFlag)}", command))
           flag.kind.problem(value).foreach(p => throw UsageError(s"--$name: $p", command))
-          loop(next, acc + (flag -> value), file)
+          loop(next, acc + (flag -> (acc.getOrElse(flag, Nil) :+ value)), file)
       case arg :: _ => throw UsageError(s"unexpected argument '$arg' (flags start with --)", command)
     loop(args, Map.empty, None)
 
@@ -268,11 +283,15 @@ object Options:
     // A flag's setting in the file is held to what the flag would take (its default is taken as it is).
     for flag <- flags; value <- scala.util.Try(config.getValue(flag.path)).toOption do // unset, or a ${...} resolved later
       val default = if reference.hasPath(flag.path) then reference.getValue(flag.path).unwrapped else null
-      val problem = value.unwrapped match
+      def problemOf(unwrapped: AnyRef): Option[String] = unwrapped match
         case text: String => flag.kind.problem(text)
         case n: java.lang.Number => flag.kind.problem(n.toString)
         case b: java.lang.Boolean => flag.kind.problem(if b then "on" else "off")
         case _ => Some(s"not ${flag.kind.expected}")
+      val problem = (value.unwrapped, flag.repeatable) match
+        case (list: java.util.List[?], true) => list.asScala.iterator.flatMap(v => problemOf(v.asInstanceOf[AnyRef])).nextOption()
+        case (_, true) => Some(s"not a list: write its values in [ ], each in quotes, each ${flag.kind.expected}")
+        case (one, false) => problemOf(one)
       for p <- problem if value.unwrapped != default do throw UsageError(s"${HoconChecks.where(value)}: ${flag.path}: $p", command)
     config
 
@@ -283,7 +302,9 @@ object Options:
   def help(command: String, flags: Seq[Flag]): String =
     val defaults = ConfigFactory.load()
     val rows = flags.map { f =>
-      val default = if defaults.hasPath(f.path) then defaults.getValue(f.path).unwrapped.toString else ""
+      val default = if !defaults.hasPath(f.path) then "" else defaults.getValue(f.path).unwrapped match
+        case list: java.util.List[?] => list.asScala.mkString(", ")
+        case value => value.toString
       val shown = if default.isEmpty then "" else s" (default: $default)"
       f"  --${f.name}%-22s ${f.help}$shown%n  ${""}%-24s env ${f.env}, config ${f.path}"
     }

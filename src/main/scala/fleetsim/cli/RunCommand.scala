@@ -16,7 +16,8 @@ import scala.concurrent.{Await, ExecutionContext, Promise}
 /** `fleetsim run`: a fleet for a while, a status line every second, a summary at the end, also
   * on Ctrl-C and SIGTERM (the summary is written in a coordinated-shutdown task). Ctrl-C waits for
   * the calls in flight, up to the request timeout; Ctrl-C again writes the summary without waiting
-  * for them (they count as `interrupted`) and exits.
+  * for them (they count as `interrupted`) and exits. A run with thresholds exits with code 3 when
+  * its summary's verdict failed.
   */
 object RunCommand:
   val Flags: Seq[Flag] = Seq(
@@ -25,7 +26,7 @@ object RunCommand:
     Flag.MaxConnects, Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes,
     Flag.SshTarget, Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile,
     Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.TlsVersion, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts, Flag.Tls,
-    Flag.ClientCertsRequired, Flag.Cluster, Flag.ClusterNodes, Flag.ClusterHost)
+    Flag.ClientCertsRequired, Flag.Cluster, Flag.ClusterNodes, Flag.ClusterHost, Flag.Threshold)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason
@@ -83,7 +84,12 @@ object RunCommand:
     settings.fleet.duration.foreach(d => system.scheduler.scheduleOnce(d, () => shutdown.run(DurationReached))(using io))
     run.finished.onComplete(_ => shutdown.run(Finished))(using io)
     Await.result(system.whenTerminated, Duration.Inf)
-    if interrupts.get > 0 then 130 else 0 // as a shell reports a program Ctrl-C ended
+    if interrupts.get > 0 then 130 // as a shell reports a program Ctrl-C ended
+    else if run.finished.value.flatMap(_.toOption).flatMap(_.verdict).exists(!_.passed) then ThresholdFailed
+    else 0
+
+  /** The exit code of a run whose verdict failed: a threshold did not hold. */
+  val ThresholdFailed = 3
 
   /** Runs `handler` on each Ctrl-C (SIGINT) instead of the JVM's exit, unless SIGINT is ignored
     * (a background job's), which it leaves so.

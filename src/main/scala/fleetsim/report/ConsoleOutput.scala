@@ -8,8 +8,9 @@ import java.time.{Instant, ZoneId}
 
 /** The run on the console: what it runs at the start; then the once-a-second status line (devices
   * per state, replies per second, errors, p99 latency, and the devices' own sessions when they hold
-  * any); the summary at the end. On a terminal the status line rewrites itself in place and shows a
-  * progress bar while ramping; otherwise it prints plain lines, one per tick, for logs and pipes.
+  * any); the summary at the end, with the verdict table when the run has thresholds. On a terminal
+  * the status line rewrites itself in place and shows a progress bar while ramping; otherwise it
+  * prints plain lines, one per tick, for logs and pipes.
   *
   * @param sessions the sessions' fields, in their transport kind's words ([[fleetsim.run.TransportKind.statusFields]])
   */
@@ -42,7 +43,8 @@ final class ConsoleOutput(out: PrintStream, terminal: Boolean, sessions: TunnelS
   override def finish(summary: Summary): Unit = synchronized {
     if terminal then out.println() // ends the in-place line
     out.println(Summary.render(summary))
-    out.println(s"fleetsim: ${Summary.FileName} and ${Report.FileName} written to $resultsDir")
+    val files = Seq(Summary.FileName, Report.FileName) ++ summary.verdict.map(_ => VerdictFile.FileName)
+    out.println(s"fleetsim: ${files.init.mkString(", ")} and ${files.last} written to $resultsDir")
     out.flush()
   }
 

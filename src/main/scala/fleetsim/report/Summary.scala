@@ -24,7 +24,9 @@ final case class Summary(
     pushes: Option[PushesSummary],
     process: ProcessSummary,
     controller: Option[ControllerCounts],
-    cluster: Option[ClusterSummary] = None)
+    cluster: Option[ClusterSummary] = None,
+    /** The run judged against its thresholds ([[Verdict.judge]]); none without thresholds. */
+    verdict: Option[Verdict] = None)
 
 final case class RunInfo(
     startedAt: String,
@@ -151,8 +153,9 @@ object Summary:
       val l = s.latencyMs(kind)
       lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${l.p50}%8.2f ${l.p99}%8.2f ${l.max}%8.2f"
     }
-    if s.latenessMs.nonEmpty then
-      lines += "  lateness: " + s.latenessMs.map((kind, l) => f"$kind p50 ${l.p50}%.2f ms, p99 ${l.p99}%.2f ms, max ${l.max}%.2f ms").mkString("; ")
+    val late = s.latenessMs.filter((kind, _) => s.messages.get(kind).exists(_.sent > 0)) // a kind that sent nothing was never late
+    if late.nonEmpty then
+      lines += "  lateness: " + late.map((kind, l) => f"$kind p50 ${l.p50}%.2f ms, p99 ${l.p99}%.2f ms, max ${l.max}%.2f ms").mkString("; ")
     lines += f"  errors: ${s.errors.count} of ${s.errors.attempts} calls and session opens (${s.errors.ratePct}%.2f%%)"
     s.tunnels.foreach { t =>
       val failed = if t.failures.isEmpty then "" else ", failed opens: " + t.failures.map((k, v) => s"$k $v").mkString(", ")
@@ -174,4 +177,5 @@ object Summary:
       lines += s"  cluster: ${c.nodes.size} nodes: " + c.nodes.map((node, n) => s"$node $n devices").mkString(", ") + lost
     }
     lines += f"  process: peak ${s.process.threadsPeak} threads, peak heap ${s.process.heapUsedPeakBytes / 1048576.0}%.0f MiB"
+    s.verdict.foreach(v => lines ++= Verdict.render(v))
     lines.result().mkString("\n")

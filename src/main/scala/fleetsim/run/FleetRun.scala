@@ -4,7 +4,7 @@ import fleetsim.control.{RunAction, RunControl}
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.report.{Output, Report, RunInfo, RunStart, Summary}
+import fleetsim.report.{Output, Report, RunInfo, RunStart, Summary, Verdict}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -107,7 +107,8 @@ final class FleetRun private (
   def stop(reason: String): Future[Summary] = finish(reason)
 
   /** Stops the devices sending, waits for the calls in flight to be answered, folds the figures into
-    * a summary, writes summary.json and report.html, and stops the devices. Called once per run;
+    * a summary judged against the thresholds, tells the outputs (summary.json, report.html,
+    * verdict.xml, the console), and stops the devices. Called once per run;
     * later calls get the same summary.
     */
   def finish(stopReason: String): Future[Summary] = synchronized {
@@ -123,8 +124,10 @@ final class FleetRun private (
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
           stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name)
-        val summary = Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
-          process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key))
+        val summary = Verdict.judged(
+          Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
+            process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key)),
+          settings.thresholds)
         each(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over

@@ -1,7 +1,7 @@
 package fleetsim.run
 
 import fleetsim.control.RunControl
-import fleetsim.report.{ConsoleOutput, Output, ReportPage, SummaryFile, Timeseries}
+import fleetsim.report.{ConsoleOutput, Output, ReportPage, SummaryFile, Timeseries, VerdictFile}
 import fleetsim.web.Dashboard
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
 import org.apache.pekko.actor.typed.ActorSystem
@@ -12,8 +12,9 @@ import scala.concurrent.Future
 
 /** Every output a run can have, by name, in the order each is given the run's start, its samples
   * and its summary: the time series before the report that reads it, summary.json before the report
-  * too, the console last so that it prints once the files are written. A new output is one class
-  * and one line here; an output that fails is named in the log, and the others carry on.
+  * too, verdict.xml (a run with thresholds), the console last so that it prints once the files are
+  * written. A new output is one class and one line here; an output that fails is named in the log,
+  * and the others carry on.
   */
 object Outputs:
   /** What outputs are made from.
@@ -40,6 +41,7 @@ object Outputs:
     },
     "summary" -> always(w => SummaryFile(w.settings.resultsDir)),
     "report" -> always(w => ReportPage(w.settings.resultsDir)),
+    "verdict" -> (w => Future.successful(Option.when(w.settings.thresholds.nonEmpty)(VerdictFile(w.settings.resultsDir)))),
     "console" -> (w => Future.successful(w.console.map(ConsoleOutput(_, terminal = System.console() != null, w.settings.transport.statusFields)))))
 
   /** The run's outputs, by name, in order. */

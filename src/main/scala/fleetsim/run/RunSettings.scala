@@ -6,6 +6,7 @@ import fleetsim.controller.ControllerSettings
 import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{CompiledProfile, FleetContext, ProfileLoader}
+import fleetsim.report.{Figures, Threshold}
 import fleetsim.tls.TlsSettings
 import fleetsim.transport.{ConnectionMode, HttpSettings, SourceAddresses}
 
@@ -14,12 +15,14 @@ import java.time.LocalDateTime
 import java.time.format.DateTimeFormatter
 import fleetsim.{finiteDuration, hostPort}
 import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
 
 /** Everything a run needs, read from the layered config once.
   *
   * @param profile the device profile, compiled for this fleet
   * @param transport how the devices carry their calls, with that kind's own settings
   * @param controllerUrl None embeds the reference controller
+  * @param thresholds what the run must pass, judged at its end on its summary's figures (exit code 3 when one fails)
   * @param described the effective `fleetsim` settings as JSON, secrets left out (passwords, URLs' credentials), for config.json
   */
 final case class RunSettings(
@@ -37,7 +40,8 @@ final case class RunSettings(
     statusInterval: FiniteDuration,
     dashboard: DashboardSettings,
     statsd: Option[(String, Int)],
-    described: String):
+    described: String,
+    thresholds: Seq[Threshold]):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
 
   /** How long a stopping run waits for the calls in flight: the longest a call may wait, its own timeout or the run's, and a second. */
@@ -83,6 +87,7 @@ object RunSettings:
     val resultsDir =
       if explicitDir.nonEmpty then Paths.get(explicitDir)
       else Paths.get(run.getString("results-root"), LocalDateTime.now.format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
+    val profile = parsed.compile(FleetContext(fleet, transport.joinKey, config))
     RunSettings(
       fleet = fleet,
       device = DeviceSettings(config),
@@ -91,7 +96,7 @@ object RunSettings:
       sourceIps = sourceIps,
       tls = tls,
       transport = transport,
-      profile = parsed.compile(FleetContext(fleet, transport.joinKey, config)),
+      profile = profile,
       controller = controller,
       controllerUrl = controllerUrl,
       resultsDir = resultsDir,
@@ -100,4 +105,18 @@ object RunSettings:
       statsd = Option(config.getString("fleetsim.metrics.statsd")).filter(_.nonEmpty).map(hostPort(_, "fleetsim.metrics.statsd")),
       described = fleetsim.Redact.urls(config.getConfig("fleetsim")
         .withoutPath("ssh.password").withoutPath("controller.ssh-password").withoutPath("controller.agent-secret")
-        .root.render(ConfigRenderOptions.concise().setFormatted(true))))
+        .root.render(ConfigRenderOptions.concise().setFormatted(true))),
+      thresholds = thresholds(config, Figures(profile.kinds, profile.name)))
+
+  /** The run's thresholds, each checked against the figures its profile's runs have: a mistake names
+    * where the threshold came from (--threshold, its variable, or a config file's file:line).
+    */
+  private def thresholds(config: Config, figures: Figures): Seq[Threshold] =
+    config.getList("fleetsim.run.thresholds").asScala.toSeq.map { value =>
+      val text = String.valueOf(value.unwrapped)
+      Threshold.parse(text).flatMap(figures.threshold) match
+        case Right(threshold) => threshold
+        case Left(problem) =>
+          val quoted = if problem.startsWith(s"'$text'") then problem else s"'$text': $problem"
+          throw IllegalArgumentException(s"${fleetsim.HoconChecks.where(value)}: $quoted")
+    }

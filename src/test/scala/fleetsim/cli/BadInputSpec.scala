@@ -38,6 +38,7 @@ class BadInputSpec extends AnyWordSpec:
     case ValueKind.Choice(_*) => Seq("nonsense", "")
     case ValueKind.Switch => Seq("maybe", "yes please")
     case ValueKind.Text => Seq("")
+    case ValueKind.Threshold => Seq("", "fast", "errors.rate ~ 1%", "errors.rate = 1%", "errors.rate < lots", "latency.heartbeat.p99 < -5ms")
     case ValueKind.InputFile => Seq(aFolder.toString, missing.toString, "")
     case ValueKind.InputFolder => Seq(aFile.toString, missing.toString)
     case ValueKind.OutputFolder => Seq(aFile.toString, aFile.resolve("sub").toString)
@@ -92,6 +93,17 @@ class BadInputSpec extends AnyWordSpec:
       // 192.0.2.1 is TEST-NET-1: no machine has it, and nothing is sent to it.
       assertOneLine(Seq("run", "--dashboard-host", "192.0.2.1", "--duration", "1s", "--results", dir.resolve("results").toString),
         mentioning = "cannot listen on 192.0.2.1 (dashboard): this machine has no such address: give --dashboard-host an address it has")
+    "name a threshold's figure the run will not have, or a bound in the wrong unit, with the figure meant" in {
+      val run = Seq("--duration", "1s", "--dashboard", "off", "--results", dir.resolve("results").toString)
+      assertOneLine(Seq("run", "--threshold", "latncy.heartbeat.p99 < 200ms") ++ run,
+        mentioning = "--threshold: 'latncy.heartbeat.p99 < 200ms': no figure latncy.heartbeat.p99 (did you mean latency.heartbeat.p99?)")
+      assertOneLine(Seq("run", "--transport", "mqtt", "--threshold", "latency.heartbeat.p99 < 200ms") ++ run,
+        mentioning = "no figure latency.heartbeat.p99; the figures of device profile iot-mqtt are")
+      assertOneLine(Seq("run", "--threshold", "errors.rate < 5") ++ run,
+        mentioning = "--threshold: 'errors.rate < 5': errors.rate is a percentage: give its bound in %, like 1%")
+      val file = Files.writeString(dir.resolve("thresholds.conf"), "fleetsim.run.thresholds = [\n  \"errors.rate < 1%\"\n  \"lateness.join.p99 < 1s\"\n]\n")
+      assertOneLine(Seq("run", "--config", file.toString) ++ run, mentioning = s"$file:3: 'lateness.join.p99 < 1s': no figure lateness.join.p99")
+    }
     "name the flag a CSV came from and the line that is not UTF-8" in
       assertOneLine(Seq("run", "--device-profile", "iot-telemetry", "--devices-csv", garbage.toString, "--duration", "1s"),
         mentioning = s"--devices-csv: identity.csv: $garbage:1 is not UTF-8 text (byte 0xff)")

@@ -50,6 +50,16 @@ class CliSpec extends AnyWordSpec with Eventually:
 
   private def tempDir(): Path = Files.createTempDirectory("fleetsim-cli")
 
+  /** A JUnit XML report's test cases and failures, as the JDK's XML parser reads it. */
+  private def junit(file: Path): (Int, Int) =
+    val document = javax.xml.parsers.DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(file.toFile)
+    val suite = document.getDocumentElement
+    assert(suite.getTagName == "testsuite" && suite.getAttribute("name") == "fleetsim")
+    val cases = document.getElementsByTagName("testcase").getLength
+    val failures = document.getElementsByTagName("failure").getLength
+    assert(suite.getAttribute("tests") == cases.toString && suite.getAttribute("failures") == failures.toString)
+    (cases, failures)
+
   "fleetsim run" should {
     "refuse bad flags with exit 2 and one line saying what is wrong" in {
       assertUsageError(fleetsim("run", "--devices", "-5"), "--devices: '-5' is not a whole number")
@@ -66,6 +76,14 @@ class CliSpec extends AnyWordSpec with Eventually:
       val ca = Files.writeString(tempDir().resolve("ca.pem"), "not yet a CA\n")
       assertUsageError(fleetsim("run", "--client-ca", ca.toString), "--client-ca and --client-ca-key go together")
       assertUsageError(fleetsim("run", "--insecure-tls=maybe"), "--insecure-tls: 'maybe' is not on or off")
+    }
+
+    "refuse a threshold on a figure the run will not have with exit 2, before the run, listing the figures there are" in {
+      val f = fleetsim("run", "--threshold", "errors.rate < 1%", "--threshold", "latency.telemetry.p99 < 200ms", "--duration", "2s",
+        "--results", tempDir().toString)
+      assertUsageError(f, "fleetsim: --threshold: 'latency.telemetry.p99 < 200ms': no figure latency.telemetry.p99; " +
+        "the figures of device profile ap-v1 are latency.<kind>.{p50, p90, p99, max} and messages.<kind>.{sent, ok, forbidden, failed} for join, heartbeat")
+      assert(!f.out.contains("devices against"), f.out) // no device started
     }
 
     "refuse an unreadable or invalid config file with exit 2 and one line" in {
@@ -169,11 +187,14 @@ class CliSpec extends AnyWordSpec with Eventually:
       RunCommand.Flags.foreach(flag => assert(f.out.contains(s"--${flag.name}")))
     }
 
-    "run a short fleet and write a valid summary.json" in {
+    "run a short fleet and write a valid summary.json, and pass the thresholds it holds to with exit 0" in {
       val dir = tempDir().resolve("run")
-      val f = fleetsim("run", "--devices", "20", "--duration", "4s", "--heartbeat-interval", "1s", "--stats-interval", "1s", "--results", dir.toString)
-      assert(f.code == 0, f.err)
+      val f = fleetsim("run", "--devices", "20", "--duration", "4s", "--heartbeat-interval", "1s", "--stats-interval", "1s", "--results", dir.toString,
+        "--threshold", "devices.byState.Reporting == 20", "--threshold", "latency.join.max < 30s")
+      assert(f.code == 0, f.err + f.out)
       assert(f.out.contains("Reporting 20"), f.out)
+      assert(f.out.contains("verdict: passed, 2 of 2 thresholds held") && f.out.contains("verdict.xml written to"), f.out)
+      assert(junit(dir.resolve("verdict.xml")) == (2, 0))
       assert("fleetsim: dashboard on http://127\\.0\\.0\\.1:\\d+/".r.findFirstIn(f.out).isDefined, f.out)
       assert(Files.exists(dir.resolve("report.html")) && Files.exists(dir.resolve("timeseries.jsonl")) && Files.exists(dir.resolve("config.json")))
       val summary = Summary.read(dir.resolve("summary.json"))
@@ -183,6 +204,21 @@ class CliSpec extends AnyWordSpec with Eventually:
       assert(summary.controller.get.received("heartbeat") == summary.messages("heartbeat").ok)
       assert(summary.latencyMs("heartbeat").p99 > 0)
       assert(summary.process.threadsPeak > 0 && summary.process.heapUsedPeakBytes > 0)
+    }
+
+    "fail a threshold with exit 3, a verdict table, the verdict in summary.json and a JUnit verdict.xml" in {
+      val dir = tempDir().resolve("run")
+      val f = fleetsim("run", "--devices", "5", "--duration", "3s", "--heartbeat-interval", "1s", "--dashboard", "off", "--results", dir.toString,
+        "--threshold", "latency.join.p99 < 0.001ms", "--threshold", "devices.target == 5")
+      assert(f.code == 3, f.err + f.out)
+      val table = f.out.linesIterator.dropWhile(!_.contains("verdict:")).take(3).toList
+      assert(table.head == "  verdict: FAILED, 1 of 2 thresholds failed", f.out)
+      assert(table(1).startsWith("    FAIL  latency.join.p99 < 0.001ms  ") && table(1).endsWith(" ms"), f.out)
+      assert(table(2) == "    pass  devices.target == 5         5", f.out)
+      assert(junit(dir.resolve("verdict.xml")) == (2, 1))
+      val verdict = Summary.read(dir.resolve("summary.json")).verdict.get
+      assert(!verdict.passed && verdict.thresholds.map(_.passed) == List(false, true))
+      assert(!f.err.contains("Exception"), f.err)
     }
 
     "write the summary when stopped with SIGTERM" in {

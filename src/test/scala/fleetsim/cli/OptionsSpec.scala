@@ -5,6 +5,7 @@ import fleetsim.UsageError
 import org.scalatest.wordspec.AnyWordSpec
 
 import java.nio.file.Files
+import scala.jdk.CollectionConverters.*
 
 /** Flags, environment variables and config files layered into one Config. */
 class OptionsSpec extends AnyWordSpec:
@@ -55,6 +56,25 @@ class OptionsSpec extends AnyWordSpec:
       assert(error("--config", file.toString).startsWith(s"$file:1: unknown setting fleetsim.fleet.frobnicate; the settings"))
       Files.writeString(file, "pekko.loglevel = DEBUG\nfleetsim.fleet.devices = 500\n")
       assert(settings("--config", file.toString)().getString("pekko.loglevel") == "DEBUG")
+    }
+    "take a repeatable flag again and again into a list; its variable holds several, and a config file a list" in {
+      def thresholds(c: com.typesafe.config.Config) = c.getStringList("fleetsim.run.thresholds").asScala.toList
+      assert(thresholds(settings()()) == Nil)
+      assert(thresholds(settings("--threshold", "errors.rate < 1%", "--threshold=latency.heartbeat.p99 < 200ms")()) ==
+        List("errors.rate < 1%", "latency.heartbeat.p99 < 200ms"))
+      assert(thresholds(settings()("FLEETSIM_THRESHOLD" -> "errors.rate < 1% ; errors.count == 0")) == List("errors.rate < 1%", "errors.count == 0"))
+      val file = Files.createTempFile("fleetsim", ".conf")
+      Files.writeString(file, "fleetsim.run.thresholds = [\"errors.count < 5\"]\n")
+      assert(thresholds(settings("--config", file.toString)()) == List("errors.count < 5"))
+      // A flag replaces its variable's and the file's list, as it would any setting.
+      assert(thresholds(settings("--config", file.toString, "--threshold", "errors.rate < 1%")("FLEETSIM_THRESHOLD" -> "errors.count == 0")) ==
+        List("errors.rate < 1%"))
+      assert(error("--threshold", "errors.rate ~ 1%").startsWith("--threshold: 'errors.rate ~ 1%' is not a threshold"))
+      assert(intercept[UsageError](settings()("FLEETSIM_THRESHOLD" -> "errors.rate < 1%;fast")).getMessage.startsWith("FLEETSIM_THRESHOLD: 'fast'"))
+      Files.writeString(file, "fleetsim.run {\n  thresholds = [\"errors.rate < 1%\", \"errors.rate < lots\"]\n}\n")
+      assert(error("--config", file.toString).startsWith(s"$file:2: fleetsim.run.thresholds: 'errors.rate < lots': 'lots' is not a bound"))
+      Files.writeString(file, "fleetsim.run.thresholds = \"errors.rate < 1%\"\n")
+      assert(error("--config", file.toString).startsWith(s"$file:1: fleetsim.run.thresholds: not a list"))
     }
     "list every flag with its default in --help" in {
       Options.parse("run", RunCommand.Flags, List("--help")) match
