@@ -50,6 +50,10 @@ class BrowserSpec extends AnyWordSpec with Eventually:
           }
           val points = js(driver, "return window.fleetsim.charts.devices.chart.data.datasets[2].data.length").asInstanceOf[java.lang.Long]
           assert(points >= 3) // the Reporting line has live points
+          // The time axis reads as elapsed time; the joins, all answered during the ramp, leave a gap after it, not a 0.
+          assert(js(driver, "return window.fleetsim.charts.devices.chart.scales.x.ticks.map(t => t.label).join(' ')").toString.matches("""0:\d\d( \d+:\d\d)*"""))
+          eventually(assert(js(driver, "return window.fleetsim.charts['latency-join'].chart.data.datasets[2].data.some(p => p.y === null)") == java.lang.Boolean.TRUE))
+          assert(js(driver, "return window.fleetsim.charts['latency-join'].chart.data.datasets[2].data.every(p => p.y !== 0)") == java.lang.Boolean.TRUE)
           screenshot(driver, "dashboard.png")
           // Its resize control, as a user would use it.
           val size = driver.findElement(By.id("resize-to"))
