@@ -21,19 +21,24 @@ import org.apache.pekko.stream.scaladsl.{BroadcastHub, Keep, Source}
 import org.apache.pekko.stream.{BoundedSourceQueue, OverflowStrategy}
 
 import java.net.{InetAddress, InetSocketAddress}
+import java.nio.charset.StandardCharsets.UTF_8
 import scala.collection.mutable
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.Try
 
-/** Where the dashboard listens. Off (`enabled = false`) for runs that want no server at all. */
-final case class DashboardSettings(enabled: Boolean, host: String, port: Int):
+/** Where the dashboard listens. Off (`enabled = false`) for runs that want no server at all.
+  *
+  * @param token what the run's controls ask of callers on other hosts; None: they answer loopback only
+  */
+final case class DashboardSettings(enabled: Boolean, host: String, port: Int, token: Option[String] = None):
   require(port >= 0 && port <= 65535, "fleetsim.dashboard.port must be between 0 and 65535")
+  override def toString: String = s"DashboardSettings($enabled, $host, $port, ${token.map(_ => "<token>")})"
 
 object DashboardSettings:
   def apply(config: Config): DashboardSettings =
     val c = config.getConfig("fleetsim.dashboard")
-    DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"))
+    DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"), Option(c.getString("token")).filter(_.nonEmpty))
 
 /** The live dashboard: a page of charts fed one [[Sample]] a second over server-sent events,
   * `/metrics` for Prometheus, and the run's controls ([[RunControl]]): `POST /api/devices/target`
@@ -75,7 +80,7 @@ object Dashboard:
       .keepAlive(15.seconds, () => ServerSentEvent.heartbeat)
     // Bound by the user to an address other hosts reach (0.0.0.0, a LAN address): callers there are its users too.
     val anyHost = Try(InetAddress.getByName(settings.host)).toOption.exists(!_.isLoopbackAddress)
-    val route = concat(routes(runJson, prometheus, history, events), controls(anyHost, control))
+    val route = concat(routes(runJson, prometheus, history, events), controls(anyHost, settings.token, control))
     Http(system.classicSystem)
       .newServerAt(settings.host, settings.port)
       .bind(route)
@@ -112,10 +117,10 @@ object Dashboard:
     *    `{"error": ...}` outside 0 to P
     *  - `POST /api/devices/restart-stopped`: 202 `{"restarting": N}`, N devices Stopped when the fleet was told
     */
-  private def controls(anyHost: Boolean, control: Future[RunControl]): Route =
+  private def controls(anyHost: Boolean, token: Option[String], control: Future[RunControl]): Route =
     def guarded(what: String)(inner: RunControl => Route): Route =
       extractRequest { request =>
-        Caller.refusal(request, what, anyHost, tunnelled = false) match
+        controlRefusal(request, what, anyHost, token) match
           case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
           case None => onSuccess(control)(inner)
       }
@@ -140,6 +145,21 @@ object Dashboard:
           }
         })
     }
+
+  /** Why a control refuses this call: as the controller's admin API would ([[Caller.refusal]]), and
+    * a caller on another host (let in by `--dashboard-host`) without the run's token. Without a token
+    * the controls answer loopback only, whatever the host; the page and /metrics answer every caller.
+    */
+  private[web] def controlRefusal(request: HttpRequest, what: String, anyHost: Boolean, token: Option[String]): Option[String] =
+    val remote = Caller.address(request).forall(!_.isLoopbackAddress)
+    def bearer = request.headers.collectFirst { case h if h.is("authorization") => h.value.trim }.filter(_.startsWith("Bearer ")).map(_.drop(7).trim)
+    if anyHost && remote then
+      token match
+        case None => Some(s"$what answers callers on other hosts only with a token: start the run with FLEETSIM_DASHBOARD_TOKEN set")
+        case Some(t) if !bearer.exists(b => java.security.MessageDigest.isEqual(b.getBytes(UTF_8), t.getBytes(UTF_8))) =>
+          Some(s"$what wants the run's token from callers on other hosts: Authorization: Bearer <token>")
+        case _ => Caller.refusal(request, what, anyHost, tunnelled = false)
+    else Caller.refusal(request, what, anyHost, tunnelled = false)
 
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)

@@ -126,3 +126,31 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       }
     }
   }
+
+  "The run's controls, bound where other hosts reach them (--dashboard-host)" should {
+    import org.apache.pekko.http.scaladsl.model.{AttributeKeys, HttpMethods, HttpRequest as Request, RemoteAddress}
+    import org.apache.pekko.http.scaladsl.model.headers.RawHeader
+    /** A POST as it arrives from `from`, judged without a socket (only loopback carries the tests' traffic). */
+    def refusal(from: String, token: Option[String], headers: (String, String)*): Option[String] =
+      val request = Request(HttpMethods.POST, "/api/devices/target", headers.map((n, v) => RawHeader(n, v)).toList)
+        .addAttribute(AttributeKeys.remoteAddress, RemoteAddress(java.net.InetAddress.getByName(from)))
+      Dashboard.controlRefusal(request, "the dashboard's resize", anyHost = true, token)
+
+    "answer a caller on another host only with the run's token, and loopback without one" in {
+      assert(refusal("10.1.2.3", None).contains("the dashboard's resize answers callers on other hosts only with a token: start the run with FLEETSIM_DASHBOARD_TOKEN set"))
+      for auth <- Seq(Nil, Seq("Authorization" -> "Bearer wrong"), Seq("Authorization" -> "Basic s3cret")) do
+        assert(refusal("10.1.2.3", Some("s3cret"), auth*).contains(
+          "the dashboard's resize wants the run's token from callers on other hosts: Authorization: Bearer <token>"), auth)
+      assert(refusal("10.1.2.3", Some("s3cret"), "Authorization" -> "Bearer s3cret").isEmpty)
+      assert(refusal("10.1.2.3", Some("s3cret"), "Authorization" -> "Bearer s3cret", "Sec-Fetch-Site" -> "cross-site").nonEmpty) // a page of another site, token or not
+      assert(refusal("127.0.0.1", Some("s3cret")).isEmpty)
+      assert(refusal("127.0.0.1", None).isEmpty)
+    }
+
+    "never write the token to the run's results" in {
+      val c = ConfigFactory.parseString("""fleetsim.dashboard.token = "s3cret-t0ken"""").withFallback(config).resolve()
+      val settings = RunSettings(c)
+      assert(settings.dashboard.token.contains("s3cret-t0ken"))
+      assert(!settings.described.contains("s3cret-t0ken") && !settings.dashboard.toString.contains("s3cret-t0ken"))
+    }
+  }
