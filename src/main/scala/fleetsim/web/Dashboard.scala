@@ -5,6 +5,7 @@ import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.Config
 import fleetsim.{CannotBind, Caller}
 import fleetsim.control.{RunAction, RunControl}
+import fleetsim.device.Selection
 import fleetsim.metrics.Sample
 import fleetsim.report.{Assets, Output}
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -116,6 +117,8 @@ object Dashboard:
     *  - `POST /api/devices/target` `{"devices": N}`: 202 `{"planned": P, "target": N}`, or 400
     *    `{"error": ...}` outside 0 to P
     *  - `POST /api/devices/restart-stopped`: 202 `{"restarting": N}`, N devices Stopped when the fleet was told
+    *  - `POST /api/actions/power-cut` `{"devices": "30%" | "100-199" | "all", "for": "20s", "seed": S}`:
+    *    202 `{"action": "power-cut", "devices": N, "seed": S, "for": "20s"}`, or 400 `{"error": ...}`
     */
   private def controls(anyHost: Boolean, token: Option[String], control: Future[RunControl]): Route =
     def guarded(what: String)(inner: RunControl => Route): Route =
@@ -124,7 +127,20 @@ object Dashboard:
           case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
           case None => onSuccess(control)(inner)
       }
-    pathPrefix("api" / "devices") {
+    val powerCut = path("api" / "actions" / "power-cut") {
+      post {
+        guarded("the dashboard's power cut") { run =>
+          entity(as[Array[Byte]]) { body =>
+            Try(readFromArray[PowerCutAsked](body)).toEither.left.map(_ => """the body must be {"devices": "30%", "for": "20s"}""")
+              .flatMap(PowerCutAsked.action) match
+              case Right((action, seed)) =>
+                onSuccess(run.act(action))(n => complete(StatusCodes.Accepted, json(PowerCutStarted("power-cut", n, seed, action.outage.toCoarsest.toString))))
+              case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
+          }
+        }
+      }
+    }
+    powerCut ~ pathPrefix("api" / "devices") {
       concat(
         path("target") {
           concat(
@@ -161,6 +177,24 @@ object Dashboard:
         case _ => Caller.refusal(request, what, anyHost, tunnelled = false)
     else Caller.refusal(request, what, anyHost, tunnelled = false)
 
+  /** A power cut as asked: which devices (a share, a range of numbers or all), for how long, drawn with which seed. */
+  private final case class PowerCutAsked(devices: String, `for`: String, seed: Option[Long] = None)
+  private object PowerCutAsked:
+    private val Share = """(\d+(?:\.\d+)?)%""".r
+    private val Numbers = """(\d+)-(\d+)""".r
+    /** The action, and the seed its share is drawn with; or why not. */
+    def action(a: PowerCutAsked): Either[String, (RunAction.PowerCut, Long)] =
+      val seed = a.seed.getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 48))
+      val outage = Try(com.typesafe.config.ConfigFactory.parseMap(java.util.Map.of("d", a.`for`)).getDuration("d").toNanos.nanos).toOption
+        .filter(_ > Duration.Zero).toRight(s"for must be a duration, like 20s or 2m (got '${a.`for`}')")
+      val selected: Either[String, (Int, Int, Selection)] = a.devices.trim match
+        case "all" => Right((0, Int.MaxValue, Selection.All))
+        case Share(p) if p.toDouble <= 100 => Right((0, Int.MaxValue, Selection.Share(p.toDouble / 100, seed)))
+        case Numbers(from, until) if from.toLong <= until.toLong && until.toLong < Int.MaxValue => Right((from.toInt, until.toInt + 1, Selection.All))
+        case other => Left(s"devices must be a share (30%), a range of device numbers (100-199) or all (got '$other')")
+      for o <- outage; picked <- selected yield (RunAction.PowerCut(picked._1, picked._2, picked._3, o), seed)
+  private final case class PowerCutStarted(action: String, devices: Long, seed: Long, `for`: String)
+
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)
   private final case class Resize(devices: Int)
@@ -169,4 +203,6 @@ object Dashboard:
   private given JsonValueCodec[Target] = JsonCodecMaker.make
   private given JsonValueCodec[Resize] = JsonCodecMaker.make
   private given JsonValueCodec[Refused] = JsonCodecMaker.make
+  private given JsonValueCodec[PowerCutAsked] = JsonCodecMaker.make
+  private given JsonValueCodec[PowerCutStarted] = JsonCodecMaker.make
   private def json[A: JsonValueCodec](a: A) = HttpEntity(ContentTypes.`application/json`, writeToString(a))

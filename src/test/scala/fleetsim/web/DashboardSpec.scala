@@ -127,6 +127,28 @@ class DashboardSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "/api/actions/power-cut" should {
+    "cut the power of the devices asked for, which come back after the outage with fresh joins; 400 with why for a bad ask" in {
+      withSystem(config) {
+        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
+        try
+          val url = run.dashboard.get.url + "api/actions/power-cut"
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
+          val joins = run.controller.get.counts.received("join")
+          val cut = send(url, "POST", """{"devices": "1-3", "for": "2s", "seed": 9}""")
+          assert(cut.statusCode == 202 && cut.body == """{"action":"power-cut","devices":3,"seed":9,"for":"2 seconds"}""", cut.body)
+          eventually(assert(run.metrics.devicesByState(Off) == 3 && run.metrics.devicesByState(Reporting) == 2))
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
+          assert(run.controller.get.counts.received("join") == joins + 3)
+          for (body, error) <- Seq("""{"devices": "lots", "for": "2s"}""" -> "devices must be a share (30%), a range of device numbers (100-199) or all (got 'lots')",
+              """{"devices": "30%", "for": "soon"}""" -> "for must be a duration, like 20s or 2m (got 'soon')") do
+            val refused = send(url, "POST", body)
+            assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", refused.body)
+        finally Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
+
   "The run's controls, bound where other hosts reach them (--dashboard-host)" should {
     import org.apache.pekko.http.scaladsl.model.{AttributeKeys, HttpMethods, HttpRequest as Request, RemoteAddress}
     import org.apache.pekko.http.scaladsl.model.headers.RawHeader
