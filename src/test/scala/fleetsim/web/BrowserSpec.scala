@@ -66,6 +66,17 @@ class BrowserSpec extends AnyWordSpec with Eventually:
             assert(driver.findElement(By.id("state-Off")).getText == "20")
             assert(driver.findElement(By.id("running")).getText == "40")
           }
+          // Its power cut: ten devices Off for two seconds, beside the twenty the resize took out, then back.
+          val cutDevices = driver.findElement(By.id("cut-devices"))
+          cutDevices.clear()
+          cutDevices.sendKeys("0-9")
+          val cutFor = driver.findElement(By.id("cut-for"))
+          cutFor.clear()
+          cutFor.sendKeys("2s")
+          driver.findElement(By.id("power-cut")).click()
+          eventually(assert(driver.findElement(By.id("control-said")).getText.startsWith("""{"action":"power-cut","devices":10,""")))
+          eventually(assert(driver.findElement(By.id("state-Off")).getText == "30"))
+          eventually(assert(driver.findElement(By.id("state-Off")).getText == "20" && driver.findElement(By.id("state-Reporting")).getText == "40"))
         }
         Await.result(run.finish("test over"), 60.seconds)
       }
