@@ -9,6 +9,14 @@ window.FleetsimCharts = function (root, options) {
   const colours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
   const charts = {};
 
+  /** Seconds since the run's start as m:ss (h:mm:ss past an hour), as the time axis shows them. */
+  function elapsed(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    const pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60;
+    return (h > 0 ? h + ":" + pad(m) : m) + ":" + pad(s % 60);
+  }
+
   function chart(id, title, unit, names, parent) {
     const box = document.createElement("div");
     box.className = "chart";
@@ -23,7 +31,10 @@ window.FleetsimCharts = function (root, options) {
         animation: false, responsive: true, maintainAspectRatio: false, normalized: true,
         elements: { point: { radius: 0 }, line: { borderWidth: 1.5 } },
         plugins: { title: { display: true, text: title + (unit ? " (" + unit + ")" : "") }, legend: { labels: { boxWidth: 12 } } },
-        scales: { x: { type: "linear", title: { display: true, text: "s" } }, y: { beginAtZero: true } }
+        scales: {
+          x: { type: "linear", title: { display: true, text: "elapsed" }, ticks: { callback: elapsed } },
+          y: { beginAtZero: true }
+        }
       }
     });
     const series = {};
@@ -82,7 +93,8 @@ window.FleetsimCharts = function (root, options) {
       messages.put(x, k, r.ok);
       errors.put(x, k + " failed", r.failed);
       errors.put(x, k + " 403", r.forbidden);
-      const l = s.latencyMs[k];
+      // A second without replies of a kind has no latency: a gap in its line, not a 0.
+      const l = r.ok + r.forbidden + r.failed > 0 ? s.latencyMs[k] : { p50: null, p90: null, p99: null, max: null };
       p99.put(x, k, l.p99);
       const own = kindChart(k);
       own.put(x, "p50", l.p50);
@@ -90,7 +102,7 @@ window.FleetsimCharts = function (root, options) {
       own.put(x, "p99", l.p99);
       own.put(x, "max", l.max);
     });
-    Object.keys(s.latenessMs).forEach(function (k) { lateness.put(x, k, s.latenessMs[k].p99); });
+    Object.keys(s.latenessMs).forEach(function (k) { lateness.put(x, k, s.rates[k] && s.rates[k].sent > 0 ? s.latenessMs[k].p99 : null); });
     let backoffs = 0;
     Object.keys(s.transitions).forEach(function (t) {
       transitions.put(x, t.replace(">", " → "), s.transitions[t]);

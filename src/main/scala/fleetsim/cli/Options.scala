@@ -174,6 +174,8 @@ object Flag:
   val Dashboard = Flag("dashboard", "fleetsim.dashboard.enabled", ValueKind.Choice("on", "off"), "serve the live dashboard and /metrics")
   val DashboardHost = Flag("dashboard-host", "fleetsim.dashboard.host", ValueKind.Text, "address the dashboard binds to")
   val DashboardPort = Flag("dashboard-port", "fleetsim.dashboard.port", ValueKind.Port, "port of the dashboard and /metrics")
+  val DashboardToken = Flag("dashboard-token", "fleetsim.dashboard.token", ValueKind.Text,
+    "what the run's controls ask of callers on other hosts (Authorization: Bearer); prefer the environment variable")
   val Statsd = Flag("statsd", "fleetsim.metrics.statsd", ValueKind.HostPort, "also push the metrics to a StatsD agent at HOST:PORT")
   val Profile = Flag("profile", "fleetsim.profile", ValueKind.Choice("large"), "a bundle of settings under yours: large (100,000 devices and up)")
   val DeviceProfile = Flag("device-profile", "fleetsim.device-profile", ValueKind.Text,

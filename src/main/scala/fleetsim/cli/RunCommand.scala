@@ -24,7 +24,7 @@ object RunCommand:
     Flag.Devices, Flag.DeviceProfile, Flag.DevicesCsv, Flag.Duration, Flag.RampRate, Flag.Controller, Flag.ControllerPort, Flag.HeartbeatInterval,
     Flag.StatsInterval, Flag.Results, Flag.MaxConnections, Flag.Pipelining, Flag.RequestTimeout, Flag.MaxLostHeartbeats, Flag.Transport, Flag.Broker,
     Flag.MaxConnects, Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes,
-    Flag.SshTarget, Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.Statsd, Flag.Profile,
+    Flag.SshTarget, Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.DashboardToken, Flag.Statsd, Flag.Profile,
     Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.TlsVersion, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts, Flag.Tls,
     Flag.ClientCertsRequired, Flag.Cluster, Flag.ClusterNodes, Flag.ClusterHost, Flag.Threshold)
 

@@ -140,6 +140,9 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
     ClusterRun.agents().foreach(_.foreach(_ ! NodeAgent.RestartStopped(plan.id)))
     byNode.values.map(_.byState.getOrElse(DeviceState.Stopped, 0L)).sum
 
+  def power(from: Int, until: Int, among: fleetsim.device.Selection, on: Boolean): Unit =
+    asked.asScala.foreach(_ ! NodeAgent.Power(plan.id, from, until, among, on))
+
   def resize(devices: Int): Unit =
     resized = Some(devices)
     asked.asScala.foreach(_ ! NodeAgent.Resize(plan.id, devices))

@@ -1,6 +1,6 @@
 package fleetsim.cluster
 
-import fleetsim.device.DeviceState
+import fleetsim.device.{DeviceState, Selection}
 import fleetsim.metrics.*
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.ExtendedActorSystem
@@ -29,6 +29,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     case _: NodeAgent.Finish => "finish"
     case _: NodeAgent.RestartStopped => "restart"
     case _: NodeAgent.Resize => "resize"
+    case _: NodeAgent.Power => "power"
     case _: NodeDone => "done"
     case DeviceBlock.Start => "start"
     case DeviceBlock.Stop => "stop"
@@ -48,6 +49,11 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.RestartStopped(run) => out.writeUTF(run)
       case NodeAgent.Resize(run, devices) => out.writeUTF(run); out.writeInt(devices)
+      case NodeAgent.Power(run, from, until, among, on) =>
+        out.writeUTF(run); out.writeInt(from); out.writeInt(until); out.writeBoolean(on)
+        among match
+          case Selection.All => out.writeByte(0)
+          case Selection.Share(fraction, seed) => out.writeByte(1); out.writeDouble(fraction); out.writeLong(seed)
       case NodeDone(node) => out.writeUTF(node)
       case DeviceBlock.Start | DeviceBlock.Stop => ()
       case other => throw IllegalArgumentException(s"not a cluster message: ${other.getClass}")
@@ -67,6 +73,10 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
       case "restart" => NodeAgent.RestartStopped(in.readUTF())
       case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt())
+      case "power" =>
+        val (run, from, until, on) = (in.readUTF(), in.readInt(), in.readInt(), in.readBoolean())
+        val among = if in.readByte() == 0 then Selection.All else Selection.Share(in.readDouble(), in.readLong())
+        NodeAgent.Power(run, from, until, among, on)
       case "done" => NodeDone(in.readUTF())
       case "start" => DeviceBlock.Start
       case "stop" => DeviceBlock.Stop

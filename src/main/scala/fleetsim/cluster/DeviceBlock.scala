@@ -24,6 +24,8 @@ object DeviceBlock:
   case object RestartStopped extends Command
   /** The fleet is resized to `devices`: the block keeps those of its devices numbered below. */
   final case class Resize(devices: Int) extends Command
+  /** Its devices numbered `from` until `until`, `among` those selected, power off or on. */
+  final case class Power(from: Int, until: Int, among: fleetsim.device.Selection, on: Boolean) extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
   final case class Finish(replyTo: ActorRef[Done]) extends Command
   /** From the node: the run's parts, once the node has them. */
@@ -69,6 +71,9 @@ object DeviceBlock:
             Behaviors.same
           case RestartStopped =>
             devices.foreach(_ ! Fleet.RestartStopped)
+            Behaviors.same
+          case Power(from, until, among, on) =>
+            devices.foreach(_ ! Fleet.Power(from, until, among, on))
             Behaviors.same
           case Resize(fleet) =>
             target = local(fleet)

@@ -41,6 +41,8 @@ object NodeAgent:
   final case class RestartStopped(run: String) extends Command with ClusterMessage
   /** The run's fleet is resized to `devices`: each block here keeps its devices numbered below. */
   final case class Resize(run: String, devices: Int) extends Command with ClusterMessage
+  /** The run's devices numbered `from` until `until`, `among` those selected, power off or on ([[fleetsim.fleet.Fleet.Power]]). */
+  final case class Power(run: String, from: Int, until: Int, among: fleetsim.device.Selection, on: Boolean) extends Command with ClusterMessage
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   private final case class MemberGone(address: String) extends Command
@@ -105,6 +107,9 @@ object NodeAgent:
         Behaviors.same
       case RestartStopped(run) =>
         blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.RestartStopped)
+        Behaviors.same
+      case Power(run, from, until, among, on) =>
+        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Power(from, until, among, on))
         Behaviors.same
       case Resize(run, devices) =>
         resized += run -> devices

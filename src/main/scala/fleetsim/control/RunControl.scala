@@ -1,8 +1,10 @@
 package fleetsim.control
 
+import fleetsim.device.Selection
 import fleetsim.report.Summary
 
 import scala.concurrent.Future
+import scala.concurrent.duration.FiniteDuration
 
 /** What may change a run while it runs — the dashboard's controls today, a scenario's timeline and
   * a control API next — the same for a run in one process and over a cluster. [[fleetsim.run.FleetRun]] is one; the dashboard drives it.
@@ -26,3 +28,7 @@ trait RunControl:
 enum RunAction:
   /** Devices that stopped themselves (Stopped) start again, as after a reboot. */
   case RestartStopped
+  /** The devices numbered `from` until `until`, `among` those selected, lose power without a word
+    * (Off) and, `outage` later, come back as after a reboot: a fresh join, their config forgotten.
+    */
+  case PowerCut(from: Int, until: Int, among: Selection, outage: FiniteDuration)

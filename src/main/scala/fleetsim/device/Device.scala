@@ -32,11 +32,11 @@ object Device:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** A Stopped device starts again, as after a reboot; any other ignores it. */
   case object Restart extends Command
-  /** Devices numbered `from` until `until` power off (`on` false: they drop their session without a
-    * word and wait, Off) or, if Off, on again, as after a reboot; the others ignore it. The fleet
-    * resizes with it; one message for a group of devices, not one each.
+  /** Devices numbered `from` until `until` and `among` those selected power off (`on` false: they drop
+    * their session without a word and wait, Off) or, if Off, on again, as after a reboot; the others
+    * ignore it. The fleet resizes and cuts power with it; one message for a group of devices, not one each.
     */
-  final case class Power(from: Int, until: Int, on: Boolean) extends Command
+  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All) extends Command
 
   /** The boot delay is over: the first join. */
   private case object Boot extends Command
@@ -131,8 +131,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           case Quiesce(replyTo) =>
             quiesced = true
             replyTo ! Done
-          case Power(from, until, on) =>
-            if number >= from && number < until then
+          case Power(from, until, on, among) =>
+            if number >= from && number < until && among.contains(number) then
               if !on && current != Off then powerOff()
               else if on && current == Off then boot()
           case _ =>

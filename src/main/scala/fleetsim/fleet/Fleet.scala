@@ -1,6 +1,6 @@
 package fleetsim.fleet
 
-import fleetsim.device.Device
+import fleetsim.device.{Device, Selection}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
 import org.apache.pekko.actor.{Actor, Props}
@@ -26,6 +26,10 @@ object Fleet:
     * numbered `devices` and up.
     */
   final case class Resize(devices: Int) extends Command
+  /** The devices numbered `from` until `until` (the fleet's numbers: a block's start from its first),
+    * `among` those selected and in the fleet now, power off (`on` false) or, if Off, on again.
+    */
+  final case class Power(from: Int, until: Int, among: Selection, on: Boolean) extends Command
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
@@ -49,7 +53,8 @@ object Fleet:
             val end = ((i / GroupSize + 1) * GroupSize).min(until)
             tell(groups(i / GroupSize), i until end)
             i = end
-        def power(from: Int, until: Int, on: Boolean): Unit = each(from, until)((group, r) => group ! Device.Power(first + r.start, first + r.end, on))
+        def power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All): Unit =
+          each(from, until)((group, r) => group ! Device.Power(first + r.start, first + r.end, on, among))
 
         /** Devices 0 until `on` are on, `on` until `spawned` were taken out (Off), and the fleet grows
           * towards `target`: from `base` devices at `since` (nanoTime), at the ramp rate.
@@ -72,6 +77,9 @@ object Fleet:
                 timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
                 running(on, spawned, wanted, on, System.nanoTime())
               else running(on, spawned, wanted, base, since)
+            case Power(from, until, among, switchOn) =>
+              power((from - first).max(0), (until - first).min(on), switchOn, among) // never beyond the fleet's size now
+              Behaviors.same
             case Quiesce(replyTo) =>
               timers.cancel(RampTick)
               // Each group starts its devices before it passes this on: every device started, on or
@@ -92,7 +100,7 @@ object Fleet:
             case DeviceQuiesced => quiescing(waiting - 1, replyTo)
             case Quiesce(again) => quiescing(waiting, again)
             case Stop(replyTo) => stop(replyTo)
-            case RampTick | RestartStopped | Resize(_) => Behaviors.same
+            case RampTick | RestartStopped | Resize(_) | Power(_, _, _, _) => Behaviors.same
           }
 
         def stop(replyTo: ActorRef[Done]): Behavior[Command] = Behaviors.stopped(() => replyTo ! Done)

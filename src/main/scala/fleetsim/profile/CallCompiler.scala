@@ -124,7 +124,7 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
       values.map { v =>
         val text = String.valueOf(v.unwrapped)
         if text.contains("{{") then fail(v, s"$what.check is an expression, without {{ }}: like check = \"archiveSha == checksum\"")
-        compileCall(s"{{$text}}", v, atJoin = false, Escape.None, s"$what.check", replied = true)
+        compileCall(s"{{$text}}", v, atJoin = false, Escape.None, s"$what.check", replied = true, origin = 2) // its columns as the user wrote it
       }
 
   /** What `profile check` says of a call beyond its request: how it judges the reply, and tries it. */
@@ -168,14 +168,15 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
     *
     * @param replied read once the reply's values are kept (a check): every kept value may be named
     */
-  def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false): Template[CallScope] =
+  def compileCall(text: String, at: ConfigValue, atJoin: Boolean, escape: Escape, what: String, replied: Boolean = false,
+      origin: Int = 0): Template[CallScope] =
     val lookup = callVariables(atJoin, replied)
     val problems = mutable.ArrayBuffer.empty[String]
     val known = identity.fields.keys ++ perCall.keys ++ kept.names
     val template = Template.compile[CallScope](text, n => lookup(n).flatMap {
       case Right(v) => Some(v)
       case Left(problem) => problems += problem; None
-    }, escape, slots, known).fold(e => fail(at, s"$what: ${problems.headOption.getOrElse(e)}"), t => t)
+    }, escape, slots, known, origin).fold(e => fail(at, s"$what: ${problems.headOption.getOrElse(e)}"), t => t)
     template
 
   /** A JSON or text body, and its content type; None when the call has no body. */

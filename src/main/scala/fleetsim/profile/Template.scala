@@ -87,10 +87,11 @@ object Template:
     * adds the file and line.
     *
     * @param known the names `variables` resolves, listed and searched for a suggestion when a name is unknown
+    * @param origin characters at the start of `text` the user did not write, left out of an error's column
     */
   def compile[S <: Scope](text: String, variables: String => Option[Variable[S]], escape: Escape, slots: Slots,
-      known: Iterable[String] = Nil): Either[String, Template[S]] =
-    try Right(TemplateCompiler(text, variables, known, escape, slots).compile())
+      known: Iterable[String] = Nil, origin: Int = 0): Either[String, Template[S]] =
+    try Right(TemplateCompiler(text, variables, known, escape, slots, origin = origin).compile())
     catch case e: TemplateError => Left(e.getMessage)
 
   /** The names of the functions, for help text and suggestions. */

@@ -11,10 +11,10 @@ import scala.util.Try
   *                    renderings that try every pick's choices ([[JsonBody]]) try both branches
   */
 private[profile] final class TemplateCompiler[S <: Scope](text: String, lookup: String => Option[Variable[S]],
-    known: Iterable[String], escape: Escape, slots: Slots, everyBranch: Boolean = false):
+    known: Iterable[String], escape: Escape, slots: Slots, everyBranch: Boolean = false, origin: Int = 0):
   import TemplateFunction.*
 
-  private val syntax = TemplateSyntax(text)
+  private val syntax = TemplateSyntax(text, origin)
   private val names = Set.newBuilder[String]
 
   def compile(): Template[S] =

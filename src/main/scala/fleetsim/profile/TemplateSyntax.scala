@@ -41,7 +41,8 @@ private[profile] final case class Parsed(literals: Vector[String], expressions: 
   * }}}
   * Whitespace may stand between any two tokens. A literal `{{` is written `{{ '{{' }}`.
   */
-private[profile] final class TemplateSyntax(text: String):
+/** @param origin characters at the start of `text` that the user did not write (a check's `{{`), left out of its columns */
+private[profile] final class TemplateSyntax(text: String, origin: Int = 0):
   private var pos = 0
   private var open = 0 // where the interpolation being read starts, for "unclosed {{"
 
@@ -70,7 +71,7 @@ private[profile] final class TemplateSyntax(text: String):
   def where(offset: Int): String =
     val lineStart = text.lastIndexOf('\n', offset - 1) + 1
     val line = text.substring(0, lineStart).count(_ == '\n') + 1
-    val column = offset - lineStart + 1
+    val column = offset - lineStart + 1 - (if lineStart == 0 then origin else 0)
     if line == 1 then s"column $column" else s"line $line, column $column"
 
   /** The expression's text as written, for messages. */

@@ -1,6 +1,6 @@
 package fleetsim.run
 
-import fleetsim.device.DeviceState
+import fleetsim.device.{DeviceState, Selection}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.MetricsSnapshot
 import org.apache.pekko.Done
@@ -27,6 +27,8 @@ trait FleetDevices:
   def restartStopped(): Long
   /** Grows or shrinks the fleet to `devices`, 0 to the number planned ([[fleetsim.fleet.Fleet.Resize]]). */
   def resize(devices: Int): Unit
+  /** Powers off (or, if Off, on) the devices in the fleet now numbered `from` until `until`, `among` those selected ([[Fleet.Power]]). */
+  def power(from: Int, until: Int, among: Selection, on: Boolean): Unit
   /** After the summary: closes what the devices shared (sessions, connections). */
   def close(): Future[Done]
   /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
@@ -48,5 +50,6 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
     fleet ! Fleet.RestartStopped
     stopped
   def resize(devices: Int): Unit = fleet ! Fleet.Resize(devices)
+  def power(from: Int, until: Int, among: Selection, on: Boolean): Unit = fleet ! Fleet.Power(from, until, among, on)
   def close(): Future[Done] = parts.close()
   def sessions: Boolean = parts.sessions.isDefined

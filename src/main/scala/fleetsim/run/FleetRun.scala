@@ -103,6 +103,11 @@ final class FleetRun private (
 
   def act(action: RunAction): Future[Long] = action match
     case RunAction.RestartStopped => Future.successful(devices.restartStopped())
+    case RunAction.PowerCut(from, until, among, outage) =>
+      val hit = (from.max(0) until until.min(wanted)).count(among.contains) // the devices in the fleet now
+      devices.power(from, until, among, on = false)
+      system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.power(from, until, among, on = true))
+      Future.successful(hit.toLong)
 
   def stop(reason: String): Future[Summary] = finish(reason)
 

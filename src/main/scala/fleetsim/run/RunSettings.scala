@@ -104,7 +104,7 @@ object RunSettings:
       dashboard = DashboardSettings(config),
       statsd = Option(config.getString("fleetsim.metrics.statsd")).filter(_.nonEmpty).map(hostPort(_, "fleetsim.metrics.statsd")),
       described = fleetsim.Redact.urls(config.getConfig("fleetsim")
-        .withoutPath("ssh.password").withoutPath("controller.ssh-password").withoutPath("controller.agent-secret")
+        .withoutPath("ssh.password").withoutPath("dashboard.token").withoutPath("controller.ssh-password").withoutPath("controller.agent-secret")
         .root.render(ConfigRenderOptions.concise().setFormatted(true))),
       thresholds = thresholds(config, Figures(profile.kinds, profile.name)))
 

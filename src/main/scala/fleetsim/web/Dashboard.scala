@@ -5,6 +5,7 @@ import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.Config
 import fleetsim.{CannotBind, Caller}
 import fleetsim.control.{RunAction, RunControl}
+import fleetsim.device.Selection
 import fleetsim.metrics.Sample
 import fleetsim.report.{Assets, Output}
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -21,19 +22,24 @@ import org.apache.pekko.stream.scaladsl.{BroadcastHub, Keep, Source}
 import org.apache.pekko.stream.{BoundedSourceQueue, OverflowStrategy}
 
 import java.net.{InetAddress, InetSocketAddress}
+import java.nio.charset.StandardCharsets.UTF_8
 import scala.collection.mutable
 import scala.concurrent.duration.*
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.Try
 
-/** Where the dashboard listens. Off (`enabled = false`) for runs that want no server at all. */
-final case class DashboardSettings(enabled: Boolean, host: String, port: Int):
+/** Where the dashboard listens. Off (`enabled = false`) for runs that want no server at all.
+  *
+  * @param token what the run's controls ask of callers on other hosts; None: they answer loopback only
+  */
+final case class DashboardSettings(enabled: Boolean, host: String, port: Int, token: Option[String] = None):
   require(port >= 0 && port <= 65535, "fleetsim.dashboard.port must be between 0 and 65535")
+  override def toString: String = s"DashboardSettings($enabled, $host, $port, ${token.map(_ => "<token>")})"
 
 object DashboardSettings:
   def apply(config: Config): DashboardSettings =
     val c = config.getConfig("fleetsim.dashboard")
-    DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"))
+    DashboardSettings(c.getBoolean("enabled"), c.getString("host"), c.getInt("port"), Option(c.getString("token")).filter(_.nonEmpty))
 
 /** The live dashboard: a page of charts fed one [[Sample]] a second over server-sent events,
   * `/metrics` for Prometheus, and the run's controls ([[RunControl]]): `POST /api/devices/target`
@@ -75,7 +81,7 @@ object Dashboard:
       .keepAlive(15.seconds, () => ServerSentEvent.heartbeat)
     // Bound by the user to an address other hosts reach (0.0.0.0, a LAN address): callers there are its users too.
     val anyHost = Try(InetAddress.getByName(settings.host)).toOption.exists(!_.isLoopbackAddress)
-    val route = concat(routes(runJson, prometheus, history, events), controls(anyHost, control))
+    val route = concat(routes(runJson, prometheus, history, events), controls(anyHost, settings.token, control))
     Http(system.classicSystem)
       .newServerAt(settings.host, settings.port)
       .bind(route)
@@ -111,15 +117,30 @@ object Dashboard:
     *  - `POST /api/devices/target` `{"devices": N}`: 202 `{"planned": P, "target": N}`, or 400
     *    `{"error": ...}` outside 0 to P
     *  - `POST /api/devices/restart-stopped`: 202 `{"restarting": N}`, N devices Stopped when the fleet was told
+    *  - `POST /api/actions/power-cut` `{"devices": "30%" | "100-199" | "all", "for": "20s", "seed": S}`:
+    *    202 `{"action": "power-cut", "devices": N, "seed": S, "for": "20s"}`, or 400 `{"error": ...}`
     */
-  private def controls(anyHost: Boolean, control: Future[RunControl]): Route =
+  private def controls(anyHost: Boolean, token: Option[String], control: Future[RunControl]): Route =
     def guarded(what: String)(inner: RunControl => Route): Route =
       extractRequest { request =>
-        Caller.refusal(request, what, anyHost, tunnelled = false) match
+        controlRefusal(request, what, anyHost, token) match
           case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
           case None => onSuccess(control)(inner)
       }
-    pathPrefix("api" / "devices") {
+    val powerCut = path("api" / "actions" / "power-cut") {
+      post {
+        guarded("the dashboard's power cut") { run =>
+          entity(as[Array[Byte]]) { body =>
+            Try(readFromArray[PowerCutAsked](body)).toEither.left.map(_ => """the body must be {"devices": "30%", "for": "20s"}""")
+              .flatMap(PowerCutAsked.action) match
+              case Right((action, seed)) =>
+                onSuccess(run.act(action))(n => complete(StatusCodes.Accepted, json(PowerCutStarted("power-cut", n, seed, action.outage.toCoarsest.toString))))
+              case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
+          }
+        }
+      }
+    }
+    powerCut ~ pathPrefix("api" / "devices") {
       concat(
         path("target") {
           concat(
@@ -141,6 +162,39 @@ object Dashboard:
         })
     }
 
+  /** Why a control refuses this call: as the controller's admin API would ([[Caller.refusal]]), and
+    * a caller on another host (let in by `--dashboard-host`) without the run's token. Without a token
+    * the controls answer loopback only, whatever the host; the page and /metrics answer every caller.
+    */
+  private[web] def controlRefusal(request: HttpRequest, what: String, anyHost: Boolean, token: Option[String]): Option[String] =
+    val remote = Caller.address(request).forall(!_.isLoopbackAddress)
+    def bearer = request.headers.collectFirst { case h if h.is("authorization") => h.value.trim }.filter(_.startsWith("Bearer ")).map(_.drop(7).trim)
+    if anyHost && remote then
+      token match
+        case None => Some(s"$what answers callers on other hosts only with a token: start the run with FLEETSIM_DASHBOARD_TOKEN set")
+        case Some(t) if !bearer.exists(b => java.security.MessageDigest.isEqual(b.getBytes(UTF_8), t.getBytes(UTF_8))) =>
+          Some(s"$what wants the run's token from callers on other hosts: Authorization: Bearer <token>")
+        case _ => Caller.refusal(request, what, anyHost, tunnelled = false)
+    else Caller.refusal(request, what, anyHost, tunnelled = false)
+
+  /** A power cut as asked: which devices (a share, a range of numbers or all), for how long, drawn with which seed. */
+  private final case class PowerCutAsked(devices: String, `for`: String, seed: Option[Long] = None)
+  private object PowerCutAsked:
+    private val Share = """(\d+(?:\.\d+)?)%""".r
+    private val Numbers = """(\d+)-(\d+)""".r
+    /** The action, and the seed its share is drawn with; or why not. */
+    def action(a: PowerCutAsked): Either[String, (RunAction.PowerCut, Long)] =
+      val seed = a.seed.getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 48))
+      val outage = Try(com.typesafe.config.ConfigFactory.parseMap(java.util.Map.of("d", a.`for`)).getDuration("d").toNanos.nanos).toOption
+        .filter(_ > Duration.Zero).toRight(s"for must be a duration, like 20s or 2m (got '${a.`for`}')")
+      val selected: Either[String, (Int, Int, Selection)] = a.devices.trim match
+        case "all" => Right((0, Int.MaxValue, Selection.All))
+        case Share(p) if p.toDouble <= 100 => Right((0, Int.MaxValue, Selection.Share(p.toDouble / 100, seed)))
+        case Numbers(from, until) if from.toLong <= until.toLong && until.toLong < Int.MaxValue => Right((from.toInt, until.toInt + 1, Selection.All))
+        case other => Left(s"devices must be a share (30%), a range of device numbers (100-199) or all (got '$other')")
+      for o <- outage; picked <- selected yield (RunAction.PowerCut(picked._1, picked._2, picked._3, o), seed)
+  private final case class PowerCutStarted(action: String, devices: Long, seed: Long, `for`: String)
+
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)
   private final case class Resize(devices: Int)
@@ -149,4 +203,6 @@ object Dashboard:
   private given JsonValueCodec[Target] = JsonCodecMaker.make
   private given JsonValueCodec[Resize] = JsonCodecMaker.make
   private given JsonValueCodec[Refused] = JsonCodecMaker.make
+  private given JsonValueCodec[PowerCutAsked] = JsonCodecMaker.make
+  private given JsonValueCodec[PowerCutStarted] = JsonCodecMaker.make
   private def json[A: JsonValueCodec](a: A) = HttpEntity(ContentTypes.`application/json`, writeToString(a))

@@ -63,3 +63,10 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     back.replyTo ! Prepared("n", Some("no room"))
     probe.expectMessage(Prepared("n", Some("no room")))
   }
+
+  test("the run's controls: a resize, and power cuts of a share or of numbers") {
+    assert(roundTrip(NodeAgent.Resize("r1", 2500)) == NodeAgent.Resize("r1", 2500))
+    for message <- Seq(NodeAgent.Power("r1", 0, Int.MaxValue, fleetsim.device.Selection.Share(0.3, 42L), on = false),
+        NodeAgent.Power("r1", 100, 200, fleetsim.device.Selection.All, on = true)) do
+      assert(roundTrip(message) == message)
+  }

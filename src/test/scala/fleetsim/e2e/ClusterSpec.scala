@@ -92,6 +92,16 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       eventually(timeout(Span(30, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 500 && byState("Reporting") == 2500))
       resize(3000)
       eventually(timeout(Span(60, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 0 && byState("Reporting") == 3000))
+      // A power cut of a seeded share: the same devices as in one process, on whichever node runs them.
+      val share = fleetsim.device.Selection.Share(0.2, 5)
+      val hit = (0 until 3000).count(share.contains)
+      val cut = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+          java.net.URI.create(metricsUrl.stripSuffix("metrics") + "api/actions/power-cut"))
+        .POST(java.net.http.HttpRequest.BodyPublishers.ofString("""{"devices": "20%", "for": "5s", "seed": 5}""")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString())
+      assert(cut.statusCode == 202 && cut.body.contains(s""""devices":$hit,"""), cut.body)
+      eventually(timeout(Span(30, Seconds)), interval(Span(100, Millis)))(assert(byState("Off") == hit))
+      eventually(timeout(Span(60, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 0 && byState("Reporting") == 3000))
       val summary = stop(run, results)
       assert(summary.devices.byState("Reporting") == 3000, run.output)
       val nodes = summary.cluster.get.nodes

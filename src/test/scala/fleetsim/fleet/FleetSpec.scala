@@ -13,7 +13,7 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     override def preStart(): Unit = heard ! ("started", number)
     def receive: Receive =
       case Device.Restart => heard ! ("restart", number)
-      case Device.Power(from, until, on) => if number >= from && number < until then heard ! ((if on then "on" else "off"), number)
+      case Device.Power(from, until, on, among) => if number >= from && number < until && among.contains(number) then heard ! ((if on then "on" else "off"), number)
 
   "Fleet.RestartStopped" should {
     "reach every device, in every group" in {
@@ -42,6 +42,24 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       assert(grown == ((500 until 900).map(("on", _)) ++ (900 until devices).map(("started", _))).toSet)
       heard.expectNoMessage()
       fleet ! Fleet.Resize(devices)
+      heard.expectNoMessage()
+    }
+  }
+
+  "Fleet.Power" should {
+    "reach the devices selected among those numbered so, and only those in the fleet now" in {
+      val devices = Fleet.GroupSize + 2
+      val heard = createTestProbe[(String, Int)]()
+      val fleet = spawn(Fleet(FleetSettings(devices, 1_000_000, None, 0L), i => Props(StandIn(i, heard.ref))))
+      heard.receiveMessages(devices)
+      fleet ! Fleet.Resize(900)
+      heard.receiveMessages(devices - 900)
+      val share = fleetsim.device.Selection.Share(0.5, 3)
+      fleet ! Fleet.Power(0, Int.MaxValue, share, on = false)
+      val cut = (0 until 900).filter(share.contains)
+      assert(heard.receiveMessages(cut.size).toSet == cut.map(("off", _)).toSet) // none of 900 and up: out of the fleet already
+      fleet ! Fleet.Power(100, 200, fleetsim.device.Selection.All, on = true)
+      assert(heard.receiveMessages(100).toSet == (100 until 200).map(("on", _)).toSet)
       heard.expectNoMessage()
     }
   }

@@ -209,7 +209,7 @@ class ProfileLoaderSpec extends AnyWordSpec:
     "refuse a digest it cannot take, a check in braces, and a timeout that is not one" in {
       refused("json = \"/version\"", "digest = crc32", 12, "digest must be md5, sha1 or sha256")
       refused("    interval = 10s", "    interval = 10s\n    check = \"{{version}} == 1\"", 10, "check is an expression, without {{ }}")
-      refused("    interval = 10s", "    interval = 10s\n    check = \"versoin == 1\"", 10, "unknown variable 'versoin'")
+      refused("    interval = 10s", "    interval = 10s\n    check = \"versoin == 1\"", 10, "unknown variable 'versoin' at column 1")
       refused("    interval = 10s", "    interval = 10s\n    timeout = -1s", 10, "timeout must be a positive duration")
     }
     "refuse form options without a form, a resume with no device known, rows of a pick that differ" in {

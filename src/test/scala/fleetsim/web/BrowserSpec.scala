@@ -50,6 +50,10 @@ class BrowserSpec extends AnyWordSpec with Eventually:
           }
           val points = js(driver, "return window.fleetsim.charts.devices.chart.data.datasets[2].data.length").asInstanceOf[java.lang.Long]
           assert(points >= 3) // the Reporting line has live points
+          // The time axis reads as elapsed time; the joins, all answered during the ramp, leave a gap after it, not a 0.
+          assert(js(driver, "return window.fleetsim.charts.devices.chart.scales.x.ticks.map(t => t.label).join(' ')").toString.matches("""0:\d\d( \d+:\d\d)*"""))
+          eventually(assert(js(driver, "return window.fleetsim.charts['latency-join'].chart.data.datasets[2].data.some(p => p.y === null)") == java.lang.Boolean.TRUE))
+          assert(js(driver, "return window.fleetsim.charts['latency-join'].chart.data.datasets[2].data.every(p => p.y !== 0)") == java.lang.Boolean.TRUE)
           screenshot(driver, "dashboard.png")
           // Its resize control, as a user would use it.
           val size = driver.findElement(By.id("resize-to"))
@@ -62,6 +66,17 @@ class BrowserSpec extends AnyWordSpec with Eventually:
             assert(driver.findElement(By.id("state-Off")).getText == "20")
             assert(driver.findElement(By.id("running")).getText == "40")
           }
+          // Its power cut: ten devices Off for two seconds, beside the twenty the resize took out, then back.
+          val cutDevices = driver.findElement(By.id("cut-devices"))
+          cutDevices.clear()
+          cutDevices.sendKeys("0-9")
+          val cutFor = driver.findElement(By.id("cut-for"))
+          cutFor.clear()
+          cutFor.sendKeys("2s")
+          driver.findElement(By.id("power-cut")).click()
+          eventually(assert(driver.findElement(By.id("control-said")).getText.startsWith("""{"action":"power-cut","devices":10,""")))
+          eventually(assert(driver.findElement(By.id("state-Off")).getText == "30"))
+          eventually(assert(driver.findElement(By.id("state-Off")).getText == "20" && driver.findElement(By.id("state-Reporting")).getText == "40"))
         }
         Await.result(run.finish("test over"), 60.seconds)
       }

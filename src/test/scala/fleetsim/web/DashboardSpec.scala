@@ -126,3 +126,53 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       }
     }
   }
+
+  "/api/actions/power-cut" should {
+    "cut the power of the devices asked for, which come back after the outage with fresh joins; 400 with why for a bad ask" in {
+      withSystem(config) {
+        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
+        try
+          val url = run.dashboard.get.url + "api/actions/power-cut"
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
+          val joins = run.controller.get.counts.received("join")
+          val cut = send(url, "POST", """{"devices": "1-3", "for": "2s", "seed": 9}""")
+          assert(cut.statusCode == 202 && cut.body == """{"action":"power-cut","devices":3,"seed":9,"for":"2 seconds"}""", cut.body)
+          eventually(assert(run.metrics.devicesByState(Off) == 3 && run.metrics.devicesByState(Reporting) == 2))
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
+          assert(run.controller.get.counts.received("join") == joins + 3)
+          for (body, error) <- Seq("""{"devices": "lots", "for": "2s"}""" -> "devices must be a share (30%), a range of device numbers (100-199) or all (got 'lots')",
+              """{"devices": "30%", "for": "soon"}""" -> "for must be a duration, like 20s or 2m (got 'soon')") do
+            val refused = send(url, "POST", body)
+            assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", refused.body)
+        finally Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
+
+  "The run's controls, bound where other hosts reach them (--dashboard-host)" should {
+    import org.apache.pekko.http.scaladsl.model.{AttributeKeys, HttpMethods, HttpRequest as Request, RemoteAddress}
+    import org.apache.pekko.http.scaladsl.model.headers.RawHeader
+    /** A POST as it arrives from `from`, judged without a socket (only loopback carries the tests' traffic). */
+    def refusal(from: String, token: Option[String], headers: (String, String)*): Option[String] =
+      val request = Request(HttpMethods.POST, "/api/devices/target", headers.map((n, v) => RawHeader(n, v)).toList)
+        .addAttribute(AttributeKeys.remoteAddress, RemoteAddress(java.net.InetAddress.getByName(from)))
+      Dashboard.controlRefusal(request, "the dashboard's resize", anyHost = true, token)
+
+    "answer a caller on another host only with the run's token, and loopback without one" in {
+      assert(refusal("10.1.2.3", None).contains("the dashboard's resize answers callers on other hosts only with a token: start the run with FLEETSIM_DASHBOARD_TOKEN set"))
+      for auth <- Seq(Nil, Seq("Authorization" -> "Bearer wrong"), Seq("Authorization" -> "Basic s3cret")) do
+        assert(refusal("10.1.2.3", Some("s3cret"), auth*).contains(
+          "the dashboard's resize wants the run's token from callers on other hosts: Authorization: Bearer <token>"), auth)
+      assert(refusal("10.1.2.3", Some("s3cret"), "Authorization" -> "Bearer s3cret").isEmpty)
+      assert(refusal("10.1.2.3", Some("s3cret"), "Authorization" -> "Bearer s3cret", "Sec-Fetch-Site" -> "cross-site").nonEmpty) // a page of another site, token or not
+      assert(refusal("127.0.0.1", Some("s3cret")).isEmpty)
+      assert(refusal("127.0.0.1", None).isEmpty)
+    }
+
+    "never write the token to the run's results" in {
+      val c = ConfigFactory.parseString("""fleetsim.dashboard.token = "s3cret-t0ken"""").withFallback(config).resolve()
+      val settings = RunSettings(c)
+      assert(settings.dashboard.token.contains("s3cret-t0ken"))
+      assert(!settings.described.contains("s3cret-t0ken") && !settings.dashboard.toString.contains("s3cret-t0ken"))
+    }
+  }

@@ -62,10 +62,12 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
         case Failure(e) => Future.failed(e)
       authed.transform {
         case Success(s) => Success(Right(SshTunnel(s, target, http.pipelining, http.limits, deadlines)))
-        case Failure(_) =>
-          // Credentials refused on a session still open: the server does not admit this device.
+        case Failure(e) =>
+          // Credentials refused on a session still open: the server does not admit this device. A
+          // host key refused closes the session, whose attributes MINA may have cleared by now: the
+          // disconnect's reason says it too.
           val failure =
-            if session.getAttribute(HostKeys.Refused) != null then SessionFailure.Failed(FailureReason.HostKeyRejected)
+            if session.getAttribute(HostKeys.Refused) != null || hostKeyRefused(e) then SessionFailure.Failed(FailureReason.HostKeyRejected)
             else if session.isOpen && !session.isClosing then SessionFailure.Refused(FailureReason.AuthRejected)
             else SessionFailure.Failed(FailureReason.ProtocolError)
           session.close(true)
@@ -82,6 +84,12 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     SshStreams.completion(client.close(false))(_ => Success(Done))
 
   private def millis(d: FiniteDuration) = JDuration.ofMillis(d.toMillis)
+
+  private def hostKeyRefused(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(8).exists {
+      case s: org.apache.sshd.common.SshException => s.getDisconnectCode == org.apache.sshd.common.SshConstants.SSH2_DISCONNECT_HOST_KEY_NOT_VERIFIABLE
+      case _ => false
+    }
 
 object SshTunnels:
   private val nowhere: Future[Either[SessionFailure, Session]] = Future.successful(Left(SessionFailure.Failed(FailureReason.ProtocolError))) // nowhere to tunnel to
