@@ -32,3 +32,7 @@ enum RunAction:
     * (Off) and, `outage` later, come back as after a reboot: a fresh join, their config forgotten.
     */
   case PowerCut(from: Int, until: Int, among: Selection, outage: FiniteDuration)
+  /** A share of the devices drawn with `seed` reboot in a wave spread over `over`, a slice a second:
+    * each is Off for `down`, then comes back as after a reboot (a firmware rollout's reboots).
+    */
+  case RebootWave(share: Double, seed: Long, over: FiniteDuration, down: FiniteDuration)

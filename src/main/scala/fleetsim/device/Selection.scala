@@ -15,6 +15,14 @@ object Selection:
     require(fraction >= 0 && fraction <= 1, s"a share is between 0 and 1 (got $fraction)")
     def contains(number: Int): Boolean = draw(seed, number) < fraction
 
+  /** The devices whose draw with `seed` falls from `from` until `until` (0 to 1): one step of a wave
+    * over a share, the steps of one seed never overlapping.
+    */
+  final case class Slice(from: Double, until: Double, seed: Long) extends Selection:
+    def contains(number: Int): Boolean =
+      val d = draw(seed, number)
+      d >= from && d < until
+
   /** A device's draw in [0, 1): SplitMix64's finalizer of the seed and the number, so neighbours differ. */
   def draw(seed: Long, number: Int): Double =
     var z = seed + (number.toLong + 1) * 0x9e3779b97f4a7c15L

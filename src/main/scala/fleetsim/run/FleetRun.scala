@@ -1,6 +1,7 @@
 package fleetsim.run
 
 import fleetsim.control.{RunAction, RunControl}
+import fleetsim.device.Selection
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
@@ -108,6 +109,12 @@ final class FleetRun private (
       devices.power(from, until, among, on = false)
       system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.power(from, until, among, on = true))
       Future.successful(hit.toLong)
+    case RunAction.RebootWave(share, seed, over, down) =>
+      val steps = over.toSeconds.max(1).toInt
+      for step <- 0 until steps do
+        val slice = Selection.Slice(share * step / steps, share * (step + 1) / steps, seed)
+        system.scheduler.scheduleOnce(over * step / steps, () => if finishing.isEmpty then act(RunAction.PowerCut(0, Int.MaxValue, slice, down)))
+      Future.successful((0 until wanted).count(Selection.Share(share, seed).contains).toLong)
 
   def stop(reason: String): Future[Summary] = finish(reason)
 

@@ -119,6 +119,8 @@ object Dashboard:
     *  - `POST /api/devices/restart-stopped`: 202 `{"restarting": N}`, N devices Stopped when the fleet was told
     *  - `POST /api/actions/power-cut` `{"devices": "30%" | "100-199" | "all", "for": "20s", "seed": S}`:
     *    202 `{"action": "power-cut", "devices": N, "seed": S, "for": "20s"}`, or 400 `{"error": ...}`
+    *  - `POST /api/actions/reboot-wave` `{"devices": "30%" | "all", "over": "60s", "down": "5s", "seed": S}`:
+    *    202 `{"action": "reboot-wave", "devices": N, "seed": S, "over": ..., "down": ...}`, or 400
     */
   private def controls(anyHost: Boolean, token: Option[String], control: Future[RunControl]): Route =
     def guarded(what: String)(inner: RunControl => Route): Route =
@@ -140,7 +142,21 @@ object Dashboard:
         }
       }
     }
-    powerCut ~ pathPrefix("api" / "devices") {
+    val rebootWave = path("api" / "actions" / "reboot-wave") {
+      post {
+        guarded("the dashboard's reboot wave") { run =>
+          entity(as[Array[Byte]]) { body =>
+            Try(readFromArray[RebootWaveAsked](body)).toEither.left.map(_ => """the body must be {"devices": "30%", "over": "60s"}""")
+              .flatMap(RebootWaveAsked.action) match
+              case Right(wave) =>
+                onSuccess(run.act(wave))(n => complete(StatusCodes.Accepted,
+                  json(RebootWaveStarted("reboot-wave", n, wave.seed, wave.over.toCoarsest.toString, wave.down.toCoarsest.toString))))
+              case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
+          }
+        }
+      }
+    }
+    powerCut ~ rebootWave ~ pathPrefix("api" / "devices") {
       concat(
         path("target") {
           concat(
@@ -180,20 +196,38 @@ object Dashboard:
   /** A power cut as asked: which devices (a share, a range of numbers or all), for how long, drawn with which seed. */
   private final case class PowerCutAsked(devices: String, `for`: String, seed: Option[Long] = None)
   private object PowerCutAsked:
-    private val Share = """(\d+(?:\.\d+)?)%""".r
     private val Numbers = """(\d+)-(\d+)""".r
     /** The action, and the seed its share is drawn with; or why not. */
     def action(a: PowerCutAsked): Either[String, (RunAction.PowerCut, Long)] =
-      val seed = a.seed.getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 48))
-      val outage = Try(com.typesafe.config.ConfigFactory.parseMap(java.util.Map.of("d", a.`for`)).getDuration("d").toNanos.nanos).toOption
-        .filter(_ > Duration.Zero).toRight(s"for must be a duration, like 20s or 2m (got '${a.`for`}')")
+      val seed = seedOf(a.seed)
+      val outage = durationOf(a.`for`, "for")
       val selected: Either[String, (Int, Int, Selection)] = a.devices.trim match
         case "all" => Right((0, Int.MaxValue, Selection.All))
-        case Share(p) if p.toDouble <= 100 => Right((0, Int.MaxValue, Selection.Share(p.toDouble / 100, seed)))
+        case Percent(p) if p.toDouble <= 100 => Right((0, Int.MaxValue, Selection.Share(p.toDouble / 100, seed)))
         case Numbers(from, until) if from.toLong <= until.toLong && until.toLong < Int.MaxValue => Right((from.toInt, until.toInt + 1, Selection.All))
         case other => Left(s"devices must be a share (30%), a range of device numbers (100-199) or all (got '$other')")
       for o <- outage; picked <- selected yield (RunAction.PowerCut(picked._1, picked._2, picked._3, o), seed)
   private final case class PowerCutStarted(action: String, devices: Long, seed: Long, `for`: String)
+
+  /** A reboot wave as asked: a share of the devices (or all), spread over how long, each down how long (5 s unless said). */
+  private final case class RebootWaveAsked(devices: String, over: String, down: Option[String] = None, seed: Option[Long] = None)
+  private object RebootWaveAsked:
+    def action(a: RebootWaveAsked): Either[String, RunAction.RebootWave] =
+      val share = a.devices.trim match
+        case "all" => Right(1.0)
+        case Percent(p) if p.toDouble <= 100 => Right(p.toDouble / 100)
+        case other => Left(s"devices must be a share (30%) or all (got '$other')")
+      for s <- share; over <- durationOf(a.over, "over"); down <- durationOf(a.down.getOrElse("5s"), "down")
+      yield RunAction.RebootWave(s, seedOf(a.seed), over, down)
+  private final case class RebootWaveStarted(action: String, devices: Long, seed: Long, over: String, down: String)
+
+  private val Percent = """(\d+(?:\.\d+)?)%""".r
+  /** The seed asked for, else one picked at random (and told back, to hit the same devices again). */
+  private def seedOf(asked: Option[Long]): Long = asked.getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 48))
+  /** A positive duration as HOCON writes one (20s, 2m), or why not. */
+  private def durationOf(text: String, name: String): Either[String, FiniteDuration] =
+    Try(com.typesafe.config.ConfigFactory.parseMap(java.util.Map.of("d", text)).getDuration("d").toNanos.nanos).toOption
+      .filter(_ > Duration.Zero).toRight(s"$name must be a duration, like 20s or 2m (got '$text')")
 
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)
@@ -205,4 +239,6 @@ object Dashboard:
   private given JsonValueCodec[Refused] = JsonCodecMaker.make
   private given JsonValueCodec[PowerCutAsked] = JsonCodecMaker.make
   private given JsonValueCodec[PowerCutStarted] = JsonCodecMaker.make
+  private given JsonValueCodec[RebootWaveAsked] = JsonCodecMaker.make
+  private given JsonValueCodec[RebootWaveStarted] = JsonCodecMaker.make
   private def json[A: JsonValueCodec](a: A) = HttpEntity(ContentTypes.`application/json`, writeToString(a))

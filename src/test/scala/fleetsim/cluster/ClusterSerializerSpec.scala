@@ -67,6 +67,7 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
   test("the run's controls: a resize, and power cuts of a share or of numbers") {
     assert(roundTrip(NodeAgent.Resize("r1", 2500)) == NodeAgent.Resize("r1", 2500))
     for message <- Seq(NodeAgent.Power("r1", 0, Int.MaxValue, fleetsim.device.Selection.Share(0.3, 42L), on = false),
-        NodeAgent.Power("r1", 100, 200, fleetsim.device.Selection.All, on = true)) do
+        NodeAgent.Power("r1", 100, 200, fleetsim.device.Selection.All, on = true),
+        NodeAgent.Power("r1", 0, Int.MaxValue, fleetsim.device.Selection.Slice(0.1, 0.2, 42L), on = false)) do
       assert(roundTrip(message) == message)
   }

@@ -20,3 +20,9 @@ class SelectionSpec extends AnyFunSuite:
     assert(picked(Selection.Share(0, 1), 1_000).isEmpty && picked(Selection.Share(1, 1), 1_000).size == 1_000)
     assertThrows[IllegalArgumentException](Selection.Share(1.5, 1))
   }
+
+  test("a wave's slices of a seed's share never overlap, and together are the share") {
+    val slices = (0 until 3).map(k => picked(Selection.Slice(0.1 * k, 0.1 * (k + 1), 7)))
+    assert(slices.flatten.size == slices.map(_.size).sum) // disjoint
+    assert(slices.flatten.toSet == picked(Selection.Share(0.3, 7)))
+  }

@@ -149,6 +149,24 @@ class DashboardSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "/api/actions/reboot-wave" should {
+    "reboot a share of the devices spread over a while, each joining afresh; 400 with why for a bad ask" in {
+      withSystem(config) {
+        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
+        try
+          val url = run.dashboard.get.url + "api/actions/reboot-wave"
+          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
+          val joins = run.controller.get.counts.received("join")
+          val wave = send(url, "POST", """{"devices": "all", "over": "2s", "down": "1s", "seed": 4}""")
+          assert(wave.statusCode == 202 && wave.body == """{"action":"reboot-wave","devices":5,"seed":4,"over":"2 seconds","down":"1 second"}""", wave.body)
+          eventually(assert(run.controller.get.counts.received("join") == joins + 5 && run.metrics.devicesByState(Reporting) == 5))
+          val refused = send(url, "POST", """{"devices": "1-3", "over": "2s"}""")
+          assert(refused.statusCode == 400 && refused.body == """{"error":"devices must be a share (30%) or all (got '1-3')"}""", refused.body)
+        finally Await.result(run.finish("test over"), 60.seconds)
+      }
+    }
+  }
+
   "The run's controls, bound where other hosts reach them (--dashboard-host)" should {
     import org.apache.pekko.http.scaladsl.model.{AttributeKeys, HttpMethods, HttpRequest as Request, RemoteAddress}
     import org.apache.pekko.http.scaladsl.model.headers.RawHeader
