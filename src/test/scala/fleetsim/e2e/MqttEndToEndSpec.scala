@@ -176,6 +176,8 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
           threads = Threads(summon[ActorSystem[?]])
           Await.result(run.finish("test over"), 60.seconds)
         }
+        // The next count starts clean: this run's event loops end a moment after its sessions closed.
+        eventually(assert(!Thread.getAllStackTraces.keySet.asScala.exists(_.getName.startsWith("fleetsim-mqtt-io"))))
         threads
       val (few, many) = (threadsAt(50), threadsAt(2000))
       assert(many.overCeilings.isEmpty, many.overCeilings)

@@ -108,12 +108,17 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     client.connect().orTimeout(deadline, TimeUnit.MILLISECONDS).asScala.map { _ =>
       connected.set(true)
       Right(MqttSession(client, lost.future, loop(io.of(device)))): Either[SessionFailure, Session]
-    }.recover { case e => disconnect(client); Left(failure(e)) }
+    }.recoverWith { case e =>
+      // The failure is told once the connection is let go (a second at most): a gate of connects
+      // then never has more open at once than its turns.
+      disconnect(client).handle((_, _) => Left(failure(e))).completeOnTimeout(Left(failure(e)), 1, TimeUnit.SECONDS).asScala
+    }
 
-  private def disconnect(client: Client): Unit =
+  private def disconnect(client: Client): CompletableFuture[?] =
     val done = client.disconnect()
     closing.add(done)
     done.whenComplete((_, _) => closing.remove(done))
+    done
 
   /** After the devices have closed their sessions: waits (a few seconds at most) for their
     * DISCONNECTs to go out, then stops the event loops.
