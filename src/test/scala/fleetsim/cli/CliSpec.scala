@@ -246,7 +246,10 @@ class CliSpec extends AnyWordSpec with Eventually:
         // Every call from now on waits 30 s for its reply: half the request timeout.
         val faults = HttpRequest.newBuilder(URI.create(s"$url/admin/faults")).PUT(HttpRequest.BodyPublishers.ofString("""{"latencyMs":30000}""")).build()
         assert(HttpClient.newHttpClient().send(faults, HttpResponse.BodyHandlers.ofString()).statusCode == 200)
-        output.await("devices |") // a second of heartbeats now in flight
+        // Two status lines later, a whole second of heartbeats (every device's, at 1 s) is in flight:
+        // the next one may come right after the faults changed.
+        output.await("devices |")
+        output.await("devices |")
         def ctrlC() = ProcessBuilder("kill", "-INT", p.pid.toString).start().waitFor()
         ctrlC()
         output.await("Ctrl-C again to stop now")
