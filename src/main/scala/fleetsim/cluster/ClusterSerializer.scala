@@ -53,8 +53,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
         out.writeUTF(run); out.writeInt(from); out.writeInt(until); out.writeBoolean(on)
         among match
           case Selection.All => out.writeByte(0)
-          case Selection.Share(fraction, seed) => out.writeByte(1); out.writeDouble(fraction); out.writeLong(seed)
-          case Selection.Slice(from, until, seed) => out.writeByte(2); out.writeDouble(from); out.writeDouble(until); out.writeLong(seed)
+          case Selection.Slice(from, until, seed) => out.writeByte(1); out.writeDouble(from); out.writeDouble(until); out.writeLong(seed)
       case NodeDone(node) => out.writeUTF(node)
       case DeviceBlock.Start | DeviceBlock.Stop => ()
       case other => throw IllegalArgumentException(s"not a cluster message: ${other.getClass}")
@@ -76,10 +75,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt())
       case "power" =>
         val (run, from, until, on) = (in.readUTF(), in.readInt(), in.readInt(), in.readBoolean())
-        val among = in.readByte() match
-          case 0 => Selection.All
-          case 1 => Selection.Share(in.readDouble(), in.readLong())
-          case _ => Selection.Slice(in.readDouble(), in.readDouble(), in.readLong())
+        val among = if in.readByte() == 0 then Selection.All else Selection.Slice(in.readDouble(), in.readDouble(), in.readLong())
         NodeAgent.Power(run, from, until, among, on)
       case "done" => NodeDone(in.readUTF())
       case "start" => DeviceBlock.Start

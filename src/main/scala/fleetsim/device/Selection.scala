@@ -10,18 +10,17 @@ object Selection:
   case object All extends Selection:
     def contains(number: Int): Boolean = true
 
-  /** About `fraction` of the devices (0 to 1), drawn with `seed`. */
-  final case class Share(fraction: Double, seed: Long) extends Selection:
-    require(fraction >= 0 && fraction <= 1, s"a share is between 0 and 1 (got $fraction)")
-    def contains(number: Int): Boolean = draw(seed, number) < fraction
-
-  /** The devices whose draw with `seed` falls from `from` until `until` (0 to 1): one step of a wave
-    * over a share, the steps of one seed never overlapping.
+  /** The devices whose draw with `seed` falls from `from` until `until` (0 to 1): a share is the
+    * slice from 0, and the steps of a wave over a share are slices of one seed, never overlapping.
     */
   final case class Slice(from: Double, until: Double, seed: Long) extends Selection:
+    require(from >= 0 && from <= until && until <= 1, s"a share is between 0 and 1 (got $from to $until)")
     def contains(number: Int): Boolean =
       val d = draw(seed, number)
       d >= from && d < until
+
+  /** About `fraction` of the devices (0 to 1), drawn with `seed`. */
+  def Share(fraction: Double, seed: Long): Slice = Slice(0, fraction, seed)
 
   /** A device's draw in [0, 1): SplitMix64's finalizer of the seed and the number, so neighbours differ. */
   def draw(seed: Long, number: Int): Double =

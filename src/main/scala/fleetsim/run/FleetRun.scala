@@ -105,16 +105,18 @@ final class FleetRun private (
   def act(action: RunAction): Future[Long] = action match
     case RunAction.RestartStopped => Future.successful(devices.restartStopped())
     case RunAction.PowerCut(from, until, among, outage) =>
-      val hit = (from.max(0) until until.min(wanted)).count(among.contains) // the devices in the fleet now
       devices.power(from, until, among, on = false)
       system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.power(from, until, among, on = true))
-      Future.successful(hit.toLong)
+      Future.successful(inFleet(from, until, among))
     case RunAction.RebootWave(share, seed, over, down) =>
       val steps = over.toSeconds.max(1).toInt
       for step <- 0 until steps do
         val slice = Selection.Slice(share * step / steps, share * (step + 1) / steps, seed)
         system.scheduler.scheduleOnce(over * step / steps, () => if finishing.isEmpty then act(RunAction.PowerCut(0, Int.MaxValue, slice, down)))
-      Future.successful((0 until wanted).count(Selection.Share(share, seed).contains).toLong)
+      Future.successful(inFleet(0, Int.MaxValue, Selection.Share(share, seed)))
+
+  /** How many of the devices in the fleet now an action numbered `from` until `until`, `among` those, reaches. */
+  private def inFleet(from: Int, until: Int, among: Selection): Long = (from.max(0) until until.min(wanted)).count(among.contains).toLong
 
   def stop(reason: String): Future[Summary] = finish(reason)
 

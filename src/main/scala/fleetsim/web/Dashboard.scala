@@ -2,8 +2,8 @@ package fleetsim.web
 
 import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, readFromArray, writeToString}
 import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
-import com.typesafe.config.Config
-import fleetsim.{CannotBind, Caller}
+import com.typesafe.config.{Config, ConfigFactory, ConfigValueFactory}
+import fleetsim.{CannotBind, Caller, HoconChecks}
 import fleetsim.control.{RunAction, RunControl}
 import fleetsim.device.Selection
 import fleetsim.metrics.Sample
@@ -123,60 +123,50 @@ object Dashboard:
     *    202 `{"action": "reboot-wave", "devices": N, "seed": S, "over": ..., "down": ...}`, or 400
     */
   private def controls(anyHost: Boolean, token: Option[String], control: Future[RunControl]): Route =
+    given ExecutionContext = ExecutionContext.parasitic // only to shape an answer
     def guarded(what: String)(inner: RunControl => Route): Route =
       extractRequest { request =>
         controlRefusal(request, what, anyHost, token) match
           case Some(why) => complete(StatusCodes.Forbidden, json(Refused(why)))
           case None => onSuccess(control)(inner)
       }
-    val powerCut = path("api" / "actions" / "power-cut") {
+    /** A control's POST: its body read as an `A`, then `act` on the run: 202 with what that answers,
+      * or 400 `{"error": ...}` with why not (a body that is not `shape` says so).
+      */
+    def posted[A: JsonValueCodec](what: String, shape: String)(act: (RunControl, A) => Either[String, Future[HttpEntity.Strict]]): Route =
       post {
-        guarded("the dashboard's power cut") { run =>
+        guarded(what) { run =>
           entity(as[Array[Byte]]) { body =>
-            Try(readFromArray[PowerCutAsked](body)).toEither.left.map(_ => """the body must be {"devices": "30%", "for": "20s"}""")
-              .flatMap(PowerCutAsked.action) match
-              case Right((action, seed)) =>
-                onSuccess(run.act(action))(n => complete(StatusCodes.Accepted, json(PowerCutStarted("power-cut", n, seed, action.outage.toCoarsest.toString))))
+            Try(readFromArray[A](body)).toEither.left.map(_ => s"the body must be $shape").flatMap(act(run, _)) match
+              case Right(answer) => onSuccess(answer)(complete(StatusCodes.Accepted, _))
               case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
           }
         }
       }
-    }
-    val rebootWave = path("api" / "actions" / "reboot-wave") {
-      post {
-        guarded("the dashboard's reboot wave") { run =>
-          entity(as[Array[Byte]]) { body =>
-            Try(readFromArray[RebootWaveAsked](body)).toEither.left.map(_ => """the body must be {"devices": "30%", "over": "60s"}""")
-              .flatMap(RebootWaveAsked.action) match
-              case Right(wave) =>
-                onSuccess(run.act(wave))(n => complete(StatusCodes.Accepted,
-                  json(RebootWaveStarted("reboot-wave", n, wave.seed, wave.over.toCoarsest.toString, wave.down.toCoarsest.toString))))
-              case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
-          }
+    concat(
+      path("api" / "actions" / "power-cut") {
+        posted[PowerCutAsked]("the dashboard's power cut", """{"devices": "30%", "for": "20s"}""") { (run, asked) =>
+          PowerCutAsked.action(asked).map((cut, seed) => run.act(cut).map(n => json(PowerCutStarted("power-cut", n, seed, cut.outage.toCoarsest.toString))))
         }
-      }
-    }
-    powerCut ~ rebootWave ~ pathPrefix("api" / "devices") {
-      concat(
-        path("target") {
-          concat(
-            get(onSuccess(control)(run => complete(json(Target(run.planned, run.target))))),
-            post {
-              guarded("the dashboard's resize") { run =>
-                entity(as[Array[Byte]]) { body =>
-                  Try(readFromArray[Resize](body)).toEither.left.map(_ => """the body must be {"devices": N}""").flatMap(r => run.resize(r.devices)) match
-                    case Right(n) => complete(StatusCodes.Accepted, json(Target(run.planned, n)))
-                    case Left(why) => complete(StatusCodes.BadRequest, json(Refused(why)))
-                }
-              }
-            })
-        },
-        path("restart-stopped") {
-          post {
-            guarded("the dashboard's restart")(run => onSuccess(run.act(RunAction.RestartStopped))(n => complete(StatusCodes.Accepted, json(Restarting(n)))))
-          }
-        })
-    }
+      },
+      path("api" / "actions" / "reboot-wave") {
+        posted[RebootWaveAsked]("the dashboard's reboot wave", """{"devices": "30%", "over": "60s"}""") { (run, asked) =>
+          RebootWaveAsked.action(asked).map(wave => run.act(wave).map(n =>
+            json(RebootWaveStarted("reboot-wave", n, wave.seed, wave.over.toCoarsest.toString, wave.down.toCoarsest.toString))))
+        }
+      },
+      path("api" / "devices" / "target") {
+        concat(
+          get(onSuccess(control)(run => complete(json(Target(run.planned, run.target))))),
+          posted[Resize]("the dashboard's resize", """{"devices": N}""") { (run, asked) =>
+            run.resize(asked.devices).map(n => Future.successful(json(Target(run.planned, n))))
+          })
+      },
+      path("api" / "devices" / "restart-stopped") {
+        post {
+          guarded("the dashboard's restart")(run => onSuccess(run.act(RunAction.RestartStopped))(n => complete(StatusCodes.Accepted, json(Restarting(n)))))
+        }
+      })
 
   /** Why a control refuses this call: as the controller's admin API would ([[Caller.refusal]]), and
     * a caller on another host (let in by `--dashboard-host`) without the run's token. Without a token
@@ -226,8 +216,8 @@ object Dashboard:
   private def seedOf(asked: Option[Long]): Long = asked.getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 48))
   /** A positive duration as HOCON writes one (20s, 2m), or why not. */
   private def durationOf(text: String, name: String): Either[String, FiniteDuration] =
-    Try(com.typesafe.config.ConfigFactory.parseMap(java.util.Map.of("d", text)).getDuration("d").toNanos.nanos).toOption
-      .filter(_ > Duration.Zero).toRight(s"$name must be a duration, like 20s or 2m (got '$text')")
+    HoconChecks.positiveDuration(ConfigFactory.empty.withValue("d", ConfigValueFactory.fromAnyRef(text)), "d")
+      .toRight(s"$name must be a duration, like 20s or 2m (got '$text')")
 
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)

@@ -51,6 +51,18 @@ class DashboardSpec extends AnyWordSpec with Eventually:
     def act(action: RunAction): Future[Long] = Future.successful { restarts.incrementAndGet(); 3L }
     def stop(reason: String): Future[Summary] = Future.never
 
+  /** A run of 5 devices, once all are Reporting: `test` gets it, the URL of `api` on its dashboard and
+    * the joins the controller has counted; `atEnd` its summary.
+    */
+  private def withReportingRun(api: String, atEnd: Summary => Unit = _ => ())(test: (FleetRun, String, Long) => Unit): Unit =
+    withSystem(config) {
+      val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
+      try
+        eventually(assert(run.metrics.devicesByState(Reporting) == 5))
+        test(run, run.dashboard.get.url + api, run.controller.get.counts.received("join"))
+      finally atEnd(Await.result(run.finish("test over"), 60.seconds))
+    }
+
   /** A dashboard on 127.0.0.1, port 0, controlling a [[Counted]] run. */
   private def withDashboard(test: (Dashboard, Counted) => Unit): Unit =
     withSystem(config) {
@@ -107,64 +119,41 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       assert(run.target == 4)
     }
 
-    "shrink a run's fleet, its devices from the new size up Off, and grow it back, those joining afresh" in {
-      withSystem(config) {
-        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
-        try
-          val url = run.dashboard.get.url + "api/devices/target"
-          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
-          val joins = run.controller.get.counts.received("join")
-          assert(send(url, "POST", """{"devices": 2}""").statusCode == 202)
-          eventually(assert(run.metrics.devicesByState(Reporting) == 2 && run.metrics.devicesByState(Off) == 3))
-          assert(send(url, "GET", "").body == """{"planned":5,"target":2}""")
-          assert(send(url, "POST", """{"devices": 5}""").statusCode == 202)
-          eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
-          assert(run.controller.get.counts.received("join") == joins + 3) // powered on as after a reboot: they join again
-        finally
-          val summary = Await.result(run.finish("test over"), 60.seconds)
-          assert(summary.devices.byState("Off") == 0)
+    "shrink a run's fleet, its devices from the new size up Off, and grow it back, those joining afresh" in
+      withReportingRun("api/devices/target", atEnd = summary => assert(summary.devices.byState("Off") == 0)) { (run, url, joins) =>
+        assert(send(url, "POST", """{"devices": 2}""").statusCode == 202)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 2 && run.metrics.devicesByState(Off) == 3))
+        assert(send(url, "GET", "").body == """{"planned":5,"target":2}""")
+        assert(send(url, "POST", """{"devices": 5}""").statusCode == 202)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
+        assert(run.controller.get.counts.received("join") == joins + 3) // powered on as after a reboot: they join again
       }
-    }
   }
 
   "/api/actions/power-cut" should {
-    "cut the power of the devices asked for, which come back after the outage with fresh joins; 400 with why for a bad ask" in {
-      withSystem(config) {
-        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
-        try
-          val url = run.dashboard.get.url + "api/actions/power-cut"
-          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
-          val joins = run.controller.get.counts.received("join")
-          val cut = send(url, "POST", """{"devices": "1-3", "for": "2s", "seed": 9}""")
-          assert(cut.statusCode == 202 && cut.body == """{"action":"power-cut","devices":3,"seed":9,"for":"2 seconds"}""", cut.body)
-          eventually(assert(run.metrics.devicesByState(Off) == 3 && run.metrics.devicesByState(Reporting) == 2))
-          eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
-          assert(run.controller.get.counts.received("join") == joins + 3)
-          for (body, error) <- Seq("""{"devices": "lots", "for": "2s"}""" -> "devices must be a share (30%), a range of device numbers (100-199) or all (got 'lots')",
-              """{"devices": "30%", "for": "soon"}""" -> "for must be a duration, like 20s or 2m (got 'soon')") do
-            val refused = send(url, "POST", body)
-            assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", refused.body)
-        finally Await.result(run.finish("test over"), 60.seconds)
+    "cut the power of the devices asked for, which come back after the outage with fresh joins; 400 with why for a bad ask" in
+      withReportingRun("api/actions/power-cut") { (run, url, joins) =>
+        val cut = send(url, "POST", """{"devices": "1-3", "for": "2s", "seed": 9}""")
+        assert(cut.statusCode == 202 && cut.body == """{"action":"power-cut","devices":3,"seed":9,"for":"2 seconds"}""", cut.body)
+        eventually(assert(run.metrics.devicesByState(Off) == 3 && run.metrics.devicesByState(Reporting) == 2))
+        eventually(assert(run.metrics.devicesByState(Reporting) == 5 && run.metrics.devicesByState(Off) == 0))
+        assert(run.controller.get.counts.received("join") == joins + 3)
+        for (body, error) <- Seq("""{"devices": "lots", "for": "2s"}""" -> "devices must be a share (30%), a range of device numbers (100-199) or all (got 'lots')",
+            """{"devices": "30%", "for": "soon"}""" -> "for must be a duration, like 20s or 2m (got 'soon')") do
+          val refused = send(url, "POST", body)
+          assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", refused.body)
       }
-    }
   }
 
   "/api/actions/reboot-wave" should {
-    "reboot a share of the devices spread over a while, each joining afresh; 400 with why for a bad ask" in {
-      withSystem(config) {
-        val run = Await.result(FleetRun.start(RunSettings(config)), 30.seconds)
-        try
-          val url = run.dashboard.get.url + "api/actions/reboot-wave"
-          eventually(assert(run.metrics.devicesByState(Reporting) == 5))
-          val joins = run.controller.get.counts.received("join")
-          val wave = send(url, "POST", """{"devices": "all", "over": "2s", "down": "1s", "seed": 4}""")
-          assert(wave.statusCode == 202 && wave.body == """{"action":"reboot-wave","devices":5,"seed":4,"over":"2 seconds","down":"1 second"}""", wave.body)
-          eventually(assert(run.controller.get.counts.received("join") == joins + 5 && run.metrics.devicesByState(Reporting) == 5))
-          val refused = send(url, "POST", """{"devices": "1-3", "over": "2s"}""")
-          assert(refused.statusCode == 400 && refused.body == """{"error":"devices must be a share (30%) or all (got '1-3')"}""", refused.body)
-        finally Await.result(run.finish("test over"), 60.seconds)
+    "reboot a share of the devices spread over a while, each joining afresh; 400 with why for a bad ask" in
+      withReportingRun("api/actions/reboot-wave") { (run, url, joins) =>
+        val wave = send(url, "POST", """{"devices": "all", "over": "2s", "down": "1s", "seed": 4}""")
+        assert(wave.statusCode == 202 && wave.body == """{"action":"reboot-wave","devices":5,"seed":4,"over":"2 seconds","down":"1 second"}""", wave.body)
+        eventually(assert(run.controller.get.counts.received("join") == joins + 5 && run.metrics.devicesByState(Reporting) == 5))
+        val refused = send(url, "POST", """{"devices": "1-3", "over": "2s"}""")
+        assert(refused.statusCode == 400 && refused.body == """{"error":"devices must be a share (30%) or all (got '1-3')"}""", refused.body)
       }
-    }
   }
 
   "The run's controls, bound where other hosts reach them (--dashboard-host)" should {
