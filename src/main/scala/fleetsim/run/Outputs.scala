@@ -35,7 +35,7 @@ object Outputs:
     "timeseries" -> always(w => Timeseries.create(w.settings.resultsDir)),
     "dashboard" -> { w =>
       given ActorSystem[?] = w.system
-      w.prometheus.filter(_ => w.settings.dashboard.enabled).fold(Future.successful(None)) { prometheus =>
+      w.prometheus.fold(Future.successful(None)) { prometheus => // there is one only when the dashboard is on
         Dashboard.start(w.settings.dashboard, w.settings.described, prometheus, w.control).map(Some(_))(using w.system.executionContext)
       }
     },
