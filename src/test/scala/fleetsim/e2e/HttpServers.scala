@@ -154,7 +154,11 @@ object HttpServers:
     * request to stderr.
     */
   def pythonHttpServer(): HttpServer = launch("python-http.server", Logs.ToStderr) { (home, port, _) =>
-    Seq(Programs.python3.toString, "-m", "http.server", port.toString, "--bind", "127.0.0.1", "--directory", s"$home/www")
+    // http.server as `python3 -m http.server` runs it, but with a listen backlog of 128 rather than socketserver's 5: twenty
+    // devices connecting at once on a busy machine overflowed 5, and SYNs dropped twice outlast the 3 s connect-timeout.
+    val main = "import runpy, socketserver, sys; socketserver.TCPServer.request_queue_size = 128; " +
+      "sys.argv[0] = 'http.server'; runpy.run_module('http.server', run_name='__main__', alter_sys=True)"
+    Seq(Programs.python3.toString, "-c", main, port.toString, "--bind", "127.0.0.1", "--directory", s"$home/www")
   }
 
   /** gunicorn running app.py's WSGI app with two workers; `options` pick the worker class and more. */
