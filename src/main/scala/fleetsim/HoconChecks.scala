@@ -10,7 +10,7 @@ import scala.jdk.CollectionConverters.*
   * said the same way for each: one line, the file:line of the value at fault first, "did you mean"
   * on a misspelt key. A reader makes one with its own kind of error.
   */
-final class HoconChecks(error: String => Exception):
+class HoconChecks(error: String => Exception):
   import HoconChecks.where
 
   def fail(value: ConfigValue, message: String): Nothing = throw error(s"${where(value)}: $message")

@@ -3,7 +3,7 @@ package fleetsim.cli
 import fleetsim.{HoconChecks, UsageError}
 import fleetsim.HoconChecks.Unreadable
 
-import com.typesafe.config.{Config, ConfigException, ConfigFactory}
+import com.typesafe.config.{Config, ConfigException, ConfigFactory, ConfigValueFactory}
 
 import java.io.File
 import java.net.URI
@@ -26,6 +26,7 @@ enum ValueKind(val expected: String):
   /** On when named alone (`--insecure-tls`); `--insecure-tls=off` says off. */
   case Switch extends ValueKind("on or off")
   case Text extends ValueKind("a value")
+  case Seed extends ValueKind("a whole number other than 0, like 42")
   /** A threshold's expression ([[fleetsim.report.Threshold]]); whether its figure exists is checked with the profile. */
   case Threshold extends ValueKind(s"a threshold, like ${fleetsim.report.Threshold.Examples}")
   /** A file fleetsim reads: it exists, is a file, and can be read. */
@@ -60,6 +61,7 @@ enum ValueKind(val expected: String):
       case HostPorts => text.split(',').map(_.trim).forall(t => scala.util.Try(fleetsim.hostPort(t, "")).isSuccess)
       case Choice(options*) => options.contains(text)
       case Switch => text == "on" || text == "off"
+      case Seed => text.toLongOption.exists(_ != 0)
       case Text | Threshold | InputFile | InputFolder | OutputFolder | OutputFile => text.nonEmpty
     ok
 
@@ -201,6 +203,9 @@ object Flag:
   val Threshold = Flag("threshold", "fleetsim.run.thresholds", ValueKind.Threshold,
     "a threshold the run must pass, judged at the end, like 'latency.heartbeat.p99 < 200ms' or 'errors.rate < 1%'; give it again for more; exit code 3 when one fails",
     repeatable = true)
+  val Scenario = Flag("scenario", "fleetsim.run.scenario", ValueKind.InputFile,
+    "a scenario file: stages, actions (power cuts, reboot waves) and thresholds; its stages set the devices and the duration")
+  val Seed = Flag("seed", "fleetsim.run.seed", ValueKind.Seed, "the seed of the run's random choices (which devices an action hits); picked and printed when not given")
 
 /** What a command line asked for. */
 enum Parsed:
@@ -225,11 +230,34 @@ object Options:
       val overrides = supplied.foldLeft(ConfigFactory.empty)((c, g) =>
         c.withFallback(ConfigFactory.parseMap(Map(g._1.path -> setting(g._1, g._2)).asJava, g._3)))
       val fromFile = configFile.fold(ConfigFactory.empty)(path => readFile(command, path, flags))
-      val chosen = overrides.withFallback(fromFile)
-      val layered = chosen.withFallback(profile(command, chosen)).withFallback(ConfigFactory.load()).resolve()
+      val scenario = scenarioOf(command, overrides.withFallback(fromFile))
+      val chosen = overrides.withFallback(scenario.fold(ConfigFactory.empty)(s => checked(command, s.settings, flags))).withFallback(fromFile)
+      val unscripted = chosen.withFallback(profile(command, chosen)).withFallback(ConfigFactory.load()).resolve()
+      val layered = scenario.fold(unscripted)(scripted(command, _, unscripted, supplied.map(_._1).toSet))
       for (flag, _) <- fromFlags; needed <- flag.needs if !isSet(layered, needed) do
         throw UsageError(s"--${flag.name} does nothing without --${needed.name}: add --${needed.name}, or leave --${flag.name} out", command)
       Parsed.Settings(layered)
+
+  /** The scenario the settings name, if any, read and checked whole. */
+  private def scenarioOf(command: String, chosen: Config): Option[fleetsim.scenario.Scenario] =
+    val path = if chosen.hasPath(Flag.Scenario.path) then chosen.getString(Flag.Scenario.path) else ""
+    Option.when(path.nonEmpty)(fleetsim.scenario.Scenario.read(java.nio.file.Path.of(path)).fold(p => throw UsageError(p, command), identity))
+
+  /** `config` with what a scenario sets: the fleet's size (its largest stage), the run's duration
+    * (its stages' length) and its thresholds after the run's; refused where the user set those too.
+    */
+  private def scripted(command: String, scenario: fleetsim.scenario.Scenario, config: Config, supplied: Set[Flag]): Config =
+    for flag <- Seq(Flag.Devices, Flag.Duration) do
+      if supplied(flag) then
+        throw UsageError(s"--${flag.name} (or ${flag.env}): the stages of scenario ${scenario.file} set it: leave it out, or change the stages", command)
+      if scenario.settings.hasPath(flag.path) then
+        throw UsageError(s"${HoconChecks.where(scenario.settings.getValue(flag.path))}: ${flag.path}: the scenario's stages set it: leave it out", command)
+    val timeline = scenario.timeline(config.getDouble("fleetsim.fleet.ramp-rate")).fold(p => throw UsageError(p, command), identity)
+    val thresholds = config.getList(Flag.Threshold.path).asScala ++ scenario.thresholds
+    config
+      .withValue(Flag.Devices.path, ConfigValueFactory.fromAnyRef(timeline.planned))
+      .withValue(Flag.Duration.path, ConfigValueFactory.fromAnyRef(s"${timeline.length.toMillis}ms"))
+      .withValue(Flag.Threshold.path, ConfigValueFactory.fromIterable(thresholds.asJava))
 
   /** Whether a flag's setting asks for something: a switch that is on, a text that is not empty. */
   private def isSet(config: Config, flag: Flag): Boolean = config.getValue(flag.path).unwrapped match
@@ -280,6 +308,10 @@ object Options:
       case Unreadable.NotText(problem) => throw UsageError(s"config file $problem", command)
       case Unreadable.NotHocon(problem) => throw UsageError(s"config file '$path' is not valid HOCON: $problem", command)
     }, identity)
+    checked(command, config, flags)
+
+  /** A user's settings (a config file's, a scenario's block), each known and each flag's as that flag would take it. */
+  private def checked(command: String, config: Config, flags: Seq[Flag]): Config =
     val reference = ConfigFactory.defaultReference()
     for problem <- fleetsim.ConfigKeys.unknown(config, reference, "fleetsim") do throw UsageError(problem, command)
     // A flag's setting in the file is held to what the flag would take (its default is taken as it is).

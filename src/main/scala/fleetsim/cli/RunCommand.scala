@@ -26,7 +26,8 @@ object RunCommand:
     Flag.MaxConnects, Flag.ControllerSsh, Flag.SshUser, Flag.SshKey, Flag.SshPassword, Flag.HostKeys, Flag.KnownHosts, Flag.MaxHandshakes,
     Flag.SshTarget, Flag.SshPort, Flag.Dashboard, Flag.DashboardHost, Flag.DashboardPort, Flag.DashboardToken, Flag.Statsd, Flag.Profile,
     Flag.SourceIps, Flag.CaFile, Flag.InsecureTls, Flag.TlsVersion, Flag.ClientCa, Flag.ClientCaKey, Flag.ClientCerts, Flag.Tls,
-    Flag.ClientCertsRequired, Flag.Cluster, Flag.ClusterNodes, Flag.ClusterHost, Flag.Threshold)
+    Flag.ClientCertsRequired, Flag.Cluster, Flag.ClusterNodes, Flag.ClusterHost, Flag.Threshold,
+    Flag.Scenario, Flag.Seed)
 
   /** Why the run ended, as summary.json says it. */
   private case object DurationReached extends CoordinatedShutdown.Reason

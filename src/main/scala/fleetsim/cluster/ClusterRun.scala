@@ -78,7 +78,9 @@ object ClusterRun:
 
   /** The run's settings for the nodes, pointed at the controller (or broker) the runner found or started. */
   private def planConfig(config: Config, settings: RunSettings, url: String): String =
-    config.getConfig("fleetsim").withValue(settings.transport.serverKey, ConfigValueFactory.fromAnyRef(url)).root.render(ConfigRenderOptions.concise())
+    // The runner plays the scenario and judges the thresholds; the nodes run devices.
+    config.getConfig("fleetsim").withValue(settings.transport.serverKey, ConfigValueFactory.fromAnyRef(url))
+      .withoutPath("run.scenario").withoutPath("run.thresholds").root.render(ConfigRenderOptions.concise())
 
   /** A profile named by file travels with the plan: a node on another machine lacks the file. */
   private def profileText(config: Config): Option[String] =
@@ -97,7 +99,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
   /** Nodes that left or died during the run. */
   @volatile private var lost: Set[String] = Set.empty
   /** The fleet's size after a resize: nodes that come later are told it too. */
-  @volatile private var resized: Option[Int] = None
+  @volatile private var resized: Option[NodeAgent.Resize] = None
   private val meters = NodeMeters(registry, settings.profile.kinds, () => byNode)
 
   def sessions: Boolean = settings.transport.sessions.isDefined
@@ -109,7 +111,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
     given Timeout = Timeout(60.seconds)
     Future.sequence((agents -- asked.asScala).toSeq.map(a => a.ask[Prepared](NodeAgent.Prepare(plan, _)).map(a -> _))).flatMap { answers =>
       answers.foreach((a, _) => asked.add(a)) // a late node that refused is not asked again every second
-      for devices <- resized; (a, _) <- answers do a ! NodeAgent.Resize(plan.id, devices)
+      for resize <- resized; (a, _) <- answers do a ! resize
       answers.collectFirst { case (_, Prepared(node, Some(problem))) => Future.failed(CannotRun(s"node $node refused the run: $problem")) }
         .getOrElse(Future.successful(Done))
     }
@@ -140,12 +142,12 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
     ClusterRun.agents().foreach(_.foreach(_ ! NodeAgent.RestartStopped(plan.id)))
     byNode.values.map(_.byState.getOrElse(DeviceState.Stopped, 0L)).sum
 
-  def power(from: Int, until: Int, among: fleetsim.device.Selection, on: Boolean): Unit =
-    asked.asScala.foreach(_ ! NodeAgent.Power(plan.id, from, until, among, on))
+  def power(switch: fleetsim.device.Device.Power): Unit = asked.asScala.foreach(_ ! NodeAgent.Power(plan.id, switch))
 
-  def resize(devices: Int): Unit =
-    resized = Some(devices)
-    asked.asScala.foreach(_ ! NodeAgent.Resize(plan.id, devices))
+  def resize(devices: Int, rate: Double): Unit =
+    val resize = NodeAgent.Resize(plan.id, devices, rate)
+    resized = Some(resize)
+    asked.asScala.foreach(_ ! resize)
 
   private def everyNode(message: ActorRef[NodeDone] => NodeAgent.Command): Future[Done] =
     given Timeout = Timeout(60.seconds)

@@ -1,6 +1,6 @@
 package fleetsim.cluster
 
-import fleetsim.device.{DeviceState, Selection}
+import fleetsim.device.{Device, DeviceState, Selection}
 import fleetsim.metrics.*
 import fleetsim.transport.FailureReason
 import org.apache.pekko.actor.ExtendedActorSystem
@@ -48,9 +48,9 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeAgent.Quiesce(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.RestartStopped(run) => out.writeUTF(run)
-      case NodeAgent.Resize(run, devices) => out.writeUTF(run); out.writeInt(devices)
-      case NodeAgent.Power(run, from, until, among, on) =>
-        out.writeUTF(run); out.writeInt(from); out.writeInt(until); out.writeBoolean(on)
+      case NodeAgent.Resize(run, devices, rate) => out.writeUTF(run); out.writeInt(devices); out.writeDouble(rate)
+      case NodeAgent.Power(run, Device.Power(from, until, on, among, cause)) =>
+        out.writeUTF(run); out.writeInt(from); out.writeInt(until); out.writeBoolean(on); out.writeInt(cause)
         among match
           case Selection.All => out.writeByte(0)
           case Selection.Slice(from, until, seed) => out.writeByte(1); out.writeDouble(from); out.writeDouble(until); out.writeLong(seed)
@@ -72,11 +72,11 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "quiesce" => NodeAgent.Quiesce(in.readUTF(), ref(in))
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
       case "restart" => NodeAgent.RestartStopped(in.readUTF())
-      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt())
+      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt(), in.readDouble())
       case "power" =>
-        val (run, from, until, on) = (in.readUTF(), in.readInt(), in.readInt(), in.readBoolean())
+        val (run, from, until, on, cause) = (in.readUTF(), in.readInt(), in.readInt(), in.readBoolean(), in.readInt())
         val among = if in.readByte() == 0 then Selection.All else Selection.Slice(in.readDouble(), in.readDouble(), in.readLong())
-        NodeAgent.Power(run, from, until, among, on)
+        NodeAgent.Power(run, Device.Power(from, until, on, among, cause))
       case "done" => NodeDone(in.readUTF())
       case "start" => DeviceBlock.Start
       case "stop" => DeviceBlock.Stop
@@ -115,6 +115,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     writeCounts(out, moves, s.transitions)
     out.writeLong(s.pushes.received); out.writeLong(s.pushes.acknowledged); writeTimes(out, s.pushes.recent); writeTimes(out, s.pushes.overall)
     out.writeInt(s.stopped.size); s.stopped.foreach { (reason, n) => out.writeUTF(reason); out.writeLong(n) }
+    out.writeInt(s.actions.size); s.actions.foreach { (action, a) => out.writeInt(action); out.writeLong(a.cut); writeTimes(out, a.recovery) }
 
   private def readSnapshot(in: DataInputStream): MetricsSnapshot =
     val byState = readCounts(in, DeviceState.values)
@@ -125,4 +126,6 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     val tunnels = TunnelSnapshot(in.readLong(), in.readLong(), in.readLong(), readCounts(in, FailureReason.values), readTimes(in), readTimes(in))
     val transitions = readCounts(in, moves)
     val pushes = PushSnapshot(in.readLong(), in.readLong(), readTimes(in), readTimes(in))
-    MetricsSnapshot(byState, byKind, tunnels, transitions, pushes, (1 to in.readInt()).map(_ => in.readUTF() -> in.readLong()).toMap)
+    val stopped = (1 to in.readInt()).map(_ => in.readUTF() -> in.readLong()).toMap
+    MetricsSnapshot(byState, byKind, tunnels, transitions, pushes, stopped,
+      (1 to in.readInt()).map(_ => in.readInt() -> ActionSnapshot(in.readLong(), readTimes(in))).toMap)

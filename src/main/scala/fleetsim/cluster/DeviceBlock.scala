@@ -22,10 +22,10 @@ object DeviceBlock:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** Starts again the block's devices that stopped themselves. */
   case object RestartStopped extends Command
-  /** The fleet is resized to `devices`: the block keeps those of its devices numbered below. */
-  final case class Resize(devices: Int) extends Command
-  /** Its devices numbered `from` until `until`, `among` those selected, power off or on. */
-  final case class Power(from: Int, until: Int, among: fleetsim.device.Selection, on: Boolean) extends Command
+  /** The fleet is resized to `devices`: the block keeps those of its devices numbered below, growing at `rate` a second. */
+  final case class Resize(devices: Int, rate: Double) extends Command
+  /** Its devices the switch names power off or on ([[fleetsim.device.Device.Power]]). */
+  final case class Power(switch: fleetsim.device.Device.Power) extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
   final case class Finish(replyTo: ActorRef[Done]) extends Command
   /** From the node: the run's parts, once the node has them. */
@@ -72,12 +72,12 @@ object DeviceBlock:
           case RestartStopped =>
             devices.foreach(_ ! Fleet.RestartStopped)
             Behaviors.same
-          case Power(from, until, among, on) =>
-            devices.foreach(_ ! Fleet.Power(from, until, among, on))
+          case Power(switch) =>
+            devices.foreach(_ ! Fleet.Power(switch))
             Behaviors.same
-          case Resize(fleet) =>
+          case Resize(fleet, rate) =>
             target = local(fleet)
-            devices.foreach(_ ! Fleet.Resize(target))
+            devices.foreach(_ ! Fleet.Resize(target, rate))
             Behaviors.same
           case Start => Behaviors.same
           case Stop => Behaviors.stopped

@@ -39,10 +39,10 @@ object NodeAgent:
   final case class Finish(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
   /** Starts again the run's devices here that stopped themselves. */
   final case class RestartStopped(run: String) extends Command with ClusterMessage
-  /** The run's fleet is resized to `devices`: each block here keeps its devices numbered below. */
-  final case class Resize(run: String, devices: Int) extends Command with ClusterMessage
-  /** The run's devices numbered `from` until `until`, `among` those selected, power off or on ([[fleetsim.fleet.Fleet.Power]]). */
-  final case class Power(run: String, from: Int, until: Int, among: fleetsim.device.Selection, on: Boolean) extends Command with ClusterMessage
+  /** The run's fleet is resized to `devices`: each block here keeps its devices numbered below, growing at `rate` a second. */
+  final case class Resize(run: String, devices: Int, rate: Double) extends Command with ClusterMessage
+  /** The run's devices the switch names power off or on ([[fleetsim.device.Device.Power]]). */
+  final case class Power(run: String, switch: fleetsim.device.Device.Power) extends Command with ClusterMessage
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   private final case class MemberGone(address: String) extends Command
@@ -63,7 +63,7 @@ object NodeAgent:
     var blocks = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]]
     var waiting = Map.empty[String, Set[ActorRef[DeviceBlock.Command]]] // up before their plan came
     var reading = Map.empty[String, List[ActorRef[Prepared]]] // plans being read, and who waits for the answer
-    var resized = Map.empty[String, Int] // runs resized, for blocks that come here later
+    var resized = Map.empty[String, Resize] // runs resized, for blocks that come here later
 
     Behaviors.receiveMessage {
       case Prepare(plan, replyTo) =>
@@ -90,7 +90,7 @@ object NodeAgent:
         Behaviors.same
       case BlockUp(run, block) =>
         blocks += run -> (blocks.getOrElse(run, Set.empty) + block)
-        resized.get(run).foreach(block ! DeviceBlock.Resize(_)) // before Ready: it starts no device it would then drop
+        resized.get(run).foreach(r => block ! DeviceBlock.Resize(r.devices, r.rate)) // before Ready: it starts no device it would then drop
         runs.get(run) match
           case Some(r) => block ! DeviceBlock.Ready(r)
           case None => waiting += run -> (waiting.getOrElse(run, Set.empty) + block)
@@ -108,12 +108,12 @@ object NodeAgent:
       case RestartStopped(run) =>
         blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.RestartStopped)
         Behaviors.same
-      case Power(run, from, until, among, on) =>
-        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Power(from, until, among, on))
+      case Power(run, switch) =>
+        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Power(switch))
         Behaviors.same
-      case Resize(run, devices) =>
-        resized += run -> devices
-        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Resize(devices))
+      case resize @ Resize(run, devices, rate) =>
+        resized += run -> resize
+        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Resize(devices, rate))
         Behaviors.same
       case MemberGone(address) =>
         // A run whose runner is gone (killed, its machine lost) would never be told to finish.

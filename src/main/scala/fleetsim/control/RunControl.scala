@@ -4,35 +4,68 @@ import fleetsim.device.Selection
 import fleetsim.report.Summary
 
 import scala.concurrent.Future
-import scala.concurrent.duration.FiniteDuration
+import scala.concurrent.duration.*
 
-/** What may change a run while it runs — the dashboard's controls today, a scenario's timeline and
-  * a control API next — the same for a run in one process and over a cluster. [[fleetsim.run.FleetRun]] is one; the dashboard drives it.
+/** What may change a run while it runs — the dashboard's controls and a scenario's timeline — the
+  * same for a run in one process and over a cluster. [[fleetsim.run.FleetRun]] is one.
   */
 trait RunControl:
-  /** Devices the run was planned and checked for (`--devices`): the most the fleet may grow to. */
+  /** Devices the run was planned and checked for (`--devices`, a scenario's largest stage): the most the fleet may grow to. */
   def planned: Int
-  /** Devices wanted now: [[planned]] until a [[resize]]. */
+  /** Devices wanted now: what the run started with until a [[resize]]. */
   def target: Int
-  /** Grows the fleet to `devices` at the ramp rate (devices that were taken out power on again, as
-    * after a reboot) or shrinks it (the devices numbered `devices` and up power off, leaving their
-    * sessions). Refused, with why, outside 0 to [[planned]].
+  /** Grows the fleet to `devices` at `rate` devices a second (the run's ramp rate when None; devices
+    * that were taken out power on again, as after a reboot) or shrinks it at once (the devices
+    * numbered `devices` and up power off, leaving their sessions). Refused, with why, outside 0 to [[planned]].
     */
-  def resize(devices: Int): Either[String, Int]
-  /** Starts `action` on the fleet now; how many devices it reaches. */
-  def act(action: RunAction): Future[Long]
+  def resize(devices: Int, rate: Option[Double] = None): Either[String, Int]
+  /** Starts `action` on the fleet now, named `name` in the summary (its kind when None, numbered if
+    * taken); how many devices it reaches.
+    */
+  def act(action: RunAction, name: Option[String] = None): Future[Long]
   /** Ends the run as its duration would: the calls in flight answered, then the summary. */
   def stop(reason: String): Future[Summary]
 
 /** What a run can be told to do to its devices. */
-enum RunAction:
+enum RunAction(val kind: String):
   /** Devices that stopped themselves (Stopped) start again, as after a reboot. */
-  case RestartStopped
-  /** The devices numbered `from` until `until`, `among` those selected, lose power without a word
-    * (Off) and, `outage` later, come back as after a reboot: a fresh join, their config forgotten.
+  case RestartStopped extends RunAction("restart-stopped")
+  /** The devices `reached` lose power without a word (Off) and, `outage` later, come back as after a
+    * reboot: a fresh join, their config forgotten.
     */
-  case PowerCut(from: Int, until: Int, among: Selection, outage: FiniteDuration)
+  case PowerCut(reached: Reach, outage: FiniteDuration) extends RunAction("power-cut")
   /** A share of the devices drawn with `seed` reboot in a wave spread over `over`, a slice a second:
     * each is Off for `down`, then comes back as after a reboot (a firmware rollout's reboots).
     */
-  case RebootWave(share: Double, seed: Long, over: FiniteDuration, down: FiniteDuration)
+  case RebootWave(share: Double, seed: Long, over: FiniteDuration, down: FiniteDuration) extends RunAction("reboot-wave")
+
+  /** How long it acts, from its start: until the last of its devices is powered on again. */
+  def span: FiniteDuration = this match
+    case RestartStopped => Duration.Zero
+    case PowerCut(_, outage) => outage
+    case RebootWave(_, _, over, down) => over + down
+
+/** The devices an action reaches: those numbered `from` until `until`, `among` those selected. */
+final case class Reach(from: Int, until: Int, among: Selection):
+  def contains(number: Int): Boolean = number >= from && number < until && among.contains(number)
+
+object Reach:
+  val All: Reach = Reach(0, Int.MaxValue, Selection.All)
+
+  private val Percent = """(\d+(?:\.\d+)?)%""".r
+  private val Numbers = """(\d+)-(\d+)""".r
+
+  /** Devices as a user writes them: a share drawn with `seed` ("30%"), a range of device numbers
+    * ("100-199", both included) or "all"; or what to write instead.
+    */
+  def parse(text: String, seed: Long): Either[String, Reach] = text.trim match
+    case "all" => Right(All)
+    case Percent(p) if p.toDouble <= 100 => Right(Reach(0, Int.MaxValue, Selection.Share(p.toDouble / 100, seed)))
+    case Numbers(from, until) if from.toLong <= until.toLong && until.toLong < Int.MaxValue => Right(Reach(from.toInt, until.toInt + 1, Selection.All))
+    case other => Left(s"devices must be a share (30%), a range of device numbers (100-199) or all (got '$other')")
+
+  /** A share of the devices as a user writes it: "30%" or "all"; or what to write instead. */
+  def share(text: String): Either[String, Double] = text.trim match
+    case "all" => Right(1.0)
+    case Percent(p) if p.toDouble <= 100 => Right(p.toDouble / 100)
+    case other => Left(s"devices must be a share (30%) or all (got '$other')")

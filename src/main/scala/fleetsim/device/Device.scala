@@ -33,10 +33,19 @@ object Device:
   /** A Stopped device starts again, as after a reboot; any other ignores it. */
   case object Restart extends Command
   /** Devices numbered `from` until `until` and `among` those selected power off (`on` false: they drop
-    * their session without a word and wait, Off) or, if Off, on again, as after a reboot; the others
-    * ignore it. The fleet resizes and cuts power with it; one message for a group of devices, not one each.
+    * their session without a word and wait, Off) or, if Off for the same `cause`, on again, as after a
+    * reboot; the others ignore it. The fleet resizes and cuts power with it; one message for a group of
+    * devices, not one each.
+    *
+    * @param cause the run's action that switches them, numbered from 0 ([[Power.NoAction]] for a resize): a device
+    *              powered on by an action reports how long it took to be Reporting again as that
+    *              action's recovery ([[DeviceEvents.recovered]]); an action's power-on never powers on
+    *              a device another took out, and a resize takes over a device an action took out.
     */
-  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All) extends Command
+  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All, cause: Int = Power.NoAction) extends Command
+  object Power:
+    /** The cause of a resize's switches: no action's. */
+    val NoAction: Int = -1
 
   /** The boot delay is over: the first join. */
   private case object Boot extends Command
@@ -103,7 +112,10 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   import DeviceState.*
   import shared.{events, profile, settings, wheel}
 
-  private val startedAt = shared.clock()
+  /** When it last booted: its uptime, and how long it took to recover from an action's power cut. */
+  private var bootedAt = shared.clock()
+  /** The action that took its power, until it is Reporting again: its recovery is that action's ([[Power]]). */
+  private var cutBy = Power.NoAction
   private var current = Discovering
   private var quiesced = false
   /** Joins or session openings failed in a row: the backoff grows with them. */
@@ -131,10 +143,13 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           case Quiesce(replyTo) =>
             quiesced = true
             replyTo ! Done
-          case Power(from, until, on, among) =>
+          case Power(from, until, on, among, cause) =>
             if number >= from && number < until && among.contains(number) then
-              if !on && current != Off then powerOff()
-              else if on && current == Off then boot()
+              if !on && current != Off then powerOff(cause)
+              else if !on && cause == Power.NoAction then cutBy = cause // out of the fleet now: the action's end leaves it Off
+              else if on && current == Off && cause == cutBy then
+                bootedAt = shared.clock()
+                boot()
           case _ =>
             current match
               case Discovering => discovering(command)
@@ -152,7 +167,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   // ---- what the device is to its profile ----
 
   def state: DeviceState = current
-  def uptimeS: Long = (shared.clock() - startedAt) / 1_000_000_000L
+  def uptimeS: Long = (shared.clock() - bootedAt) / 1_000_000_000L
   def random: RandomGenerator = shared.random
 
   // ---- states: what each does with a message; anything else is from an older epoch ----
@@ -322,10 +337,12 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Off, as when its power is cut: its session dropped, nothing sent, until powered on again. A new
     * epoch: replies to what it sent before are unread, whatever comes next.
     */
-  private def powerOff(): Unit =
+  private def powerOff(cause: Int): Unit =
     epoch += 1
     closeSession()
+    cutBy = cause
     enter(Off)
+    if cause != Power.NoAction then events.poweredOff(cause)
 
   /** A backoff's wake-up: one more failure in a row, one more join. */
   private def joinAgain(): Unit =
@@ -460,6 +477,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     if current != next then
       events.moved(Some(current), next)
       current = next
+      if next == Reporting && cutBy != Power.NoAction then
+        events.recovered(cutBy, shared.clock() - bootedAt)
+        cutBy = Power.NoAction
 
   private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
 

@@ -31,3 +31,7 @@ trait DeviceEvents:
   def pushed(): Unit
   /** A push's configuration was applied and acknowledged this long after the push arrived. */
   def pushAcknowledged(nanos: Long): Unit
+  /** The run's action number `action` cut the device's power ([[Device.Power]]). */
+  def poweredOff(action: Int): Unit
+  /** Powered on again after action `action` cut its power, the device was Reporting this long after. */
+  def recovered(action: Int, nanos: Long): Unit

@@ -1,6 +1,6 @@
 package fleetsim.fleet
 
-import fleetsim.device.{Device, Selection}
+import fleetsim.device.Device
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
 import org.apache.pekko.actor.{Actor, Props}
@@ -21,15 +21,15 @@ object Fleet:
   final case class Stop(replyTo: ActorRef[Done]) extends Command
   /** Starts again every device that stopped itself (Stopped), as after a reboot. */
   case object RestartStopped extends Command
-  /** Grows the fleet to `devices` (at most the settings' number) at the ramp rate, powering on the
-    * devices a shrink took out before starting new ones; or shrinks it, powering off the devices
-    * numbered `devices` and up.
+  /** Grows the fleet to `devices` (at most the settings' number) at `rate` devices a second, powering
+    * on the devices a shrink took out before starting new ones; or shrinks it at once, powering off
+    * the devices numbered `devices` and up.
     */
-  final case class Resize(devices: Int) extends Command
-  /** The devices numbered `from` until `until` (the fleet's numbers: a block's start from its first),
-    * `among` those selected and in the fleet now, power off (`on` false) or, if Off, on again.
+  final case class Resize(devices: Int, rate: Double) extends Command
+  /** The switch's devices (the fleet's numbers: a block's start from its first) that are in the fleet
+    * now power off or, if Off, on again ([[Device.Power]]).
     */
-  final case class Power(from: Int, until: Int, among: Selection, on: Boolean) extends Command
+  final case class Power(switch: Device.Power) extends Command
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
@@ -53,32 +53,34 @@ object Fleet:
             val end = ((i / GroupSize + 1) * GroupSize).min(until)
             tell(groups(i / GroupSize), i until end)
             i = end
-        def power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All): Unit =
-          each(from, until)((group, r) => group ! Device.Power(first + r.start, first + r.end, on, among))
+        /** Switches the devices numbered `from` until `until` here (from 0), as `switch` says of those. */
+        def power(from: Int, until: Int, switch: Device.Power): Unit =
+          each(from, until)((group, r) => group ! switch.copy(from = first + r.start, until = first + r.end))
+        def resizing(on: Boolean) = Device.Power(0, 0, on)
 
         /** Devices 0 until `on` are on, `on` until `spawned` were taken out (Off), and the fleet grows
-          * towards `target`: from `base` devices at `since` (nanoTime), at the ramp rate.
+          * towards `target`: from `base` devices at `since` (nanoTime), at `rate` a second.
           */
-        def running(on: Int, spawned: Int, target: Int, base: Int, since: Long): Behavior[Command] =
+        def running(on: Int, spawned: Int, target: Int, base: Int, since: Long, rate: Double): Behavior[Command] =
           Behaviors.receiveMessage {
             case RampTick =>
-              val due = base + Ramp.due((System.nanoTime() - since).nanos, settings.rampRate, target - base)
-              if on < spawned then power(on, due.min(spawned), on = true)
+              val due = base + Ramp.due((System.nanoTime() - since).nanos, rate, target - base)
+              if on < spawned then power(on, due.min(spawned), resizing(on = true))
               if due > spawned then each(spawned, due)((group, devices) => group ! devices)
               if due == target then timers.cancel(RampTick)
-              running(due, spawned.max(due), target, base, since)
-            case Resize(devices) =>
+              running(due, spawned.max(due), target, base, since, rate)
+            case Resize(devices, newRate) =>
               val wanted = devices.max(0).min(settings.devices)
               if wanted < on then
                 timers.cancel(RampTick)
-                power(wanted, on, on = false)
-                running(wanted, spawned, wanted, wanted, System.nanoTime())
+                power(wanted, on, resizing(on = false))
+                running(wanted, spawned, wanted, wanted, System.nanoTime(), newRate)
               else if wanted > on then
                 timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
-                running(on, spawned, wanted, on, System.nanoTime())
-              else running(on, spawned, wanted, base, since)
-            case Power(from, until, among, switchOn) =>
-              power((from - first).max(0), (until - first).min(on), switchOn, among) // never beyond the fleet's size now
+                running(on, spawned, wanted, on, System.nanoTime(), newRate)
+              else running(on, spawned, wanted, base, since, rate)
+            case Power(switch) =>
+              power((switch.from - first).max(0), (switch.until - first).min(on), switch) // never beyond the fleet's size now
               Behaviors.same
             case Quiesce(replyTo) =>
               timers.cancel(RampTick)
@@ -100,13 +102,14 @@ object Fleet:
             case DeviceQuiesced => quiescing(waiting - 1, replyTo)
             case Quiesce(again) => quiescing(waiting, again)
             case Stop(replyTo) => stop(replyTo)
-            case RampTick | RestartStopped | Resize(_) | Power(_, _, _, _) => Behaviors.same
+            case RampTick | RestartStopped | Resize(_, _) | Power(_) => Behaviors.same
           }
 
         def stop(replyTo: ActorRef[Done]): Behavior[Command] = Behaviors.stopped(() => replyTo ! Done)
 
         timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
-        running(on = 0, spawned = 0, target = if target < 0 then settings.devices else target.min(settings.devices), base = 0, since = System.nanoTime())
+        running(on = 0, spawned = 0, target = if target < 0 then settings.devices else target.min(settings.devices), base = 0, since = System.nanoTime(),
+          rate = settings.rampRate)
       }
     }
 

@@ -28,12 +28,20 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   private val tunnelsOpened = counter(Meters.SessionsOpened)
   private val tunnelsUp = gauge(Meters.SessionsUp)
   private val tunnelFailures = FailureReason.values.map(r => counter(Meters.SessionsFailed, r.key))
-  private val handshakes = Timing(Meters.Handshake.timer(registry))
+  private val handshakes = Timing(Some(Meters.Handshake.timer(registry)))
   private val pushesReceived = counter(Meters.Pushes)
   private val pushesAcknowledged = counter(Meters.PushesAcknowledged)
-  private val pushToAck = Timing(Meters.PushToAck.timer(registry))
+  private val pushToAck = Timing(Some(Meters.PushToAck.timer(registry)))
   /** By reason: a profile has a few, so a map made as they come stays small. */
   private val halts = ConcurrentHashMap[String, LongAdder]()
+  /** By action number: a run has a few. */
+  private val actions = ConcurrentHashMap[Int, ActionFigures]()
+
+  /** Devices an action cut the power of, and how long each took to be Reporting again once powered on. */
+  private final class ActionFigures:
+    val cut = LongAdder()
+    val recovery = Timing(None)
+  private def action(number: Int) = actions.computeIfAbsent(number, _ => ActionFigures())
 
   private final class KindFigures(kind: MessageKind):
     private def outcome(name: String) = counter(Meters.Replies, kind.key, name)
@@ -42,8 +50,8 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
     val forbidden = outcome("forbidden")
     val failed = FailureReason.values.map(r => outcome(r.key))
     val inFlight = LongAdder()
-    val latency = Timing(Meters.Latency.timer(registry, kind.key))
-    val lateness = Timing(Meters.Lateness.timer(registry, kind.key))
+    val latency = Timing(Some(Meters.Latency.timer(registry, kind.key)))
+    val lateness = Timing(Some(Meters.Lateness.timer(registry, kind.key)))
 
   private def counter(meter: Meters.Meter, tags: String*): LongAdder =
     val count = LongAdder()
@@ -73,6 +81,10 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
   def pushAcknowledged(nanos: Long): Unit =
     pushesAcknowledged.increment()
     pushToAck.record(nanos)
+
+  def poweredOff(number: Int): Unit = action(number).cut.increment()
+
+  def recovered(number: Int, nanos: Long): Unit = action(number).recovery.record(nanos)
 
   def sent(kind: MessageKind): Unit =
     val k = figures(kind.index)
@@ -152,8 +164,9 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
     val moves = for from <- DeviceState.values; to <- DeviceState.values yield (from, to) -> transitions(from.ordinal)(to.ordinal).sum
     val (recentPushes, allPushes) = pushToAck.take()
     val stopped = halts.entrySet.asScala.map(e => e.getKey -> e.getValue.sum).toMap
+    val byAction = actions.entrySet.asScala.map(e => e.getKey.toInt -> ActionSnapshot(e.getValue.cut.sum, e.getValue.recovery.take()._2)).toMap
     MetricsSnapshot(devicesByState, byKind, tunnels, moves.toMap, PushSnapshot(pushesReceived.sum, pushesAcknowledged.sum, recentPushes, allPushes),
-      stopped)
+      stopped, byAction)
   }
 
 object FleetMetrics:
@@ -163,16 +176,16 @@ object FleetMetrics:
     case _ => FailureReason.Rejected
 
   /** A time kept twice: in HdrHistograms for exact percentiles (since the last look, and overall),
-    * and in a Micrometer timer for exporters.
+    * and in a Micrometer timer for exporters, if it has one.
     */
-  private final class Timing(timer: Timer):
+  private final class Timing(timer: Option[Timer]):
     private val recorder = Recorder(3)
     private val overall = Histogram(3)
 
     def record(nanos: Long): Unit =
       val n = nanos.max(0)
       recorder.recordValue(n / 1000)
-      timer.record(n, NANOSECONDS)
+      timer.foreach(_.record(n, NANOSECONDS))
 
     // Plain, and refilled each time: the recorder's own are concurrent histograms, whose every count
     // read takes a lock, and percentiles walk thousands of counts (a third of the sample's CPU).

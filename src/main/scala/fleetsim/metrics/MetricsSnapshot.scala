@@ -26,6 +26,9 @@ final class Times(private val histogram: Histogram):
 
   def latency: Latency = Latency.of(histogram)
 
+  /** The time in ms at `q`% (0 to 100) of the times recorded. */
+  def percentile(q: Double): Double = math.round(histogram.getValueAtPercentile(q) / 10.0) / 100.0
+
   /** Each time recorded, in µs, with how often: `f(value, count)`. */
   def foreach(f: (Long, Long) => Unit): Unit =
     histogram.recordedValues().forEach(v => f(v.getValueIteratedTo, v.getCountAtValueIteratedTo))
@@ -82,6 +85,12 @@ final case class TunnelSnapshot(
 final case class PushSnapshot(received: Long, acknowledged: Long, recent: Times, overall: Times):
   def +(o: PushSnapshot): PushSnapshot = PushSnapshot(received + o.received, acknowledged + o.acknowledged, recent + o.recent, overall + o.overall)
 
+/** An action's devices: how many it cut the power of, and how long each took to be Reporting again
+  * once powered on (one time per device recovered).
+  */
+final case class ActionSnapshot(cut: Long, recovery: Times):
+  def +(o: ActionSnapshot): ActionSnapshot = ActionSnapshot(cut + o.cut, recovery + o.recovery)
+
 /** A fleet's figures at one moment: counts and times that add up, so the figures of several
   * processes' fleets merge (`+`) into one fleet's.
   */
@@ -93,7 +102,9 @@ final case class MetricsSnapshot(
     transitions: Map[(DeviceState, DeviceState), Long],
     pushes: PushSnapshot,
     /** Times devices stopped themselves so far, by reason: a device restarted and stopped again counts twice. */
-    stopped: Map[String, Long]):
+    stopped: Map[String, Long],
+    /** By the run's action number ([[fleetsim.device.Device.Power]]), since the start. */
+    actions: Map[Int, ActionSnapshot] = Map.empty):
   def total(f: KindSnapshot => Long): Long = byKind.values.map(f).sum
 
   /** Requests sent and not yet answered, across all kinds. */
@@ -118,7 +129,8 @@ final case class MetricsSnapshot(
 
   def +(o: MetricsSnapshot): MetricsSnapshot =
     MetricsSnapshot(sum(byState, o.byState), byKind.map((k, v) => k -> o.byKind.get(k).fold(v)(v + _)), tunnels + o.tunnels,
-      sum(transitions, o.transitions), pushes + o.pushes, sum(stopped, o.stopped))
+      sum(transitions, o.transitions), pushes + o.pushes, sum(stopped, o.stopped),
+      (actions.keySet ++ o.actions.keySet).iterator.map(k => k -> Seq(actions.get(k), o.actions.get(k)).flatten.reduce(_ + _)).toMap)
 
 object MetricsSnapshot:
   /** No devices, no figures: what a process without the run's devices answers. */

@@ -36,9 +36,15 @@ final class ConsoleOutput(out: PrintStream, terminal: Boolean, sessions: TunnelS
   override def start(run: RunStart): Unit =
     resultsDir = run.resultsDir.toString
     run.servers.foreach(server => out.println(s"fleetsim: $server"))
-    out.println(s"fleetsim: ${run.devices} ${run.transport} devices against ${run.against}, ramping at ${
-        BigDecimal(run.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
-      run.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${run.resultsDir}")
+    run.scenario match
+      case Some((file, description)) =>
+        out.println(s"fleetsim: scenario $file${if description.isEmpty then "" else s": $description"}; seed ${run.seed} (--seed ${run.seed} repeats its choices)")
+        out.println(s"fleetsim: up to ${run.devices} ${run.transport} devices against ${run.against}, for ${run.duration.fold("ever")(_.toCoarsest.toString)}" +
+          s"; results in ${run.resultsDir}")
+      case None =>
+        out.println(s"fleetsim: ${run.devices} ${run.transport} devices against ${run.against}, ramping at ${
+            BigDecimal(run.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
+          run.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${run.resultsDir}")
 
   override def finish(summary: Summary): Unit = synchronized {
     if terminal then out.println() // ends the in-place line

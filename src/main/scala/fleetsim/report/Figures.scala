@@ -40,8 +40,10 @@ final case class Figure(name: String, measure: Measure, read: Summary => Either[
   * without the unit in its keys (`latencyMs.heartbeat.p99` is `latency.heartbeat.p99`) and read from
   * the same [[Summary]] the file is written from, so that a verdict and summary.json cannot disagree.
   * One list serves the check at start (an unknown figure is a mistake) and the judging at the end.
+  *
+  * @param actions the names of the actions a scenario will start, each with its figures
   */
-final class Figures(kinds: Seq[MessageKind], profile: String):
+final class Figures(kinds: Seq[MessageKind], profile: String, actions: Seq[String] = Nil):
   import Figures.*
 
   private def answered(m: MessageCounts) = m.sent - m.failures.getOrElse(Summary.Interrupted, 0L)
@@ -66,17 +68,32 @@ final class Figures(kinds: Seq[MessageKind], profile: String):
         Figure("devices.target", Measure.Count, s => Right(s.devices.target.toDouble)),
         Figure("devices.started", Measure.Count, s => Right(s.devices.started.toDouble))) ++
       DeviceState.values.toSeq.map(state =>
-        Figure(s"devices.byState.$state", Measure.Count, s => Right(s.devices.byState.getOrElse(state.toString, 0L).toDouble)))
+        Figure(s"devices.byState.$state", Measure.Count, s => Right(s.devices.byState.getOrElse(state.toString, 0L).toDouble))) ++
+      actions.flatMap(actionFigures)
   ).map(f => f.name -> f))
+
+  /** An action's figures: its recovery percentiles, with no value where devices that never came back
+    * fall (so `action.x.recovery.p100 < 60s` fails if any never did), and its counts.
+    */
+  private def actionFigures(name: String): Seq[Figure] =
+    def acted(s: Summary) = s.actions.find(_.name == name).toRight(s"no data: action $name never started (the run ended first)")
+    Recovery.toSeq.map { (p, value) =>
+      Figure(s"action.$name.recovery.$p", Measure.Time, s => acted(s).flatMap { a =>
+        if a.cut == 0 then Left(s"no data: action $name cut no device's power")
+        else value(a.recoveryMs).toRight(s"no data: ${a.neverBack} of ${a.cut} devices never came back")
+      })
+    } ++ ActionCounts.toSeq.map((c, value) => Figure(s"action.$name.$c", Measure.Count, s => acted(s).map(value(_).toDouble)))
 
   /** The figures there are, in a line: what an unknown figure's refusal lists. */
   def described: String =
     def names(keys: Seq[String]) = keys.mkString(", ")
     val periodic = kinds.filter(_.periodic).map(_.key)
     val lateness = if periodic.isEmpty then "" else s"; lateness.<kind>.{${names(Percentiles.keys.toSeq)}} for ${names(periodic)}"
+    val scripted = if actions.isEmpty then "" else
+      s"; action.<name>.recovery.{${names(Recovery.keys.toSeq)}} and action.<name>.{${names(ActionCounts.keys.toSeq)}} for ${names(actions)}"
     s"the figures of device profile $profile are latency.<kind>.{${names(Percentiles.keys.toSeq)}} and " +
       s"messages.<kind>.{${names(Counts.keys.toSeq)}} for ${names(kinds.map(_.key))}$lateness; errors.{count, rate}; " +
-      s"devices.{target, started}; devices.byState.{${names(DeviceState.values.toSeq.map(_.toString))}}"
+      s"devices.{target, started}; devices.byState.{${names(DeviceState.values.toSeq.map(_.toString))}}$scripted"
 
   /** A threshold as written, checked against these figures: its figure exists and its bound's unit fits. */
   def threshold(written: Threshold.Written): Either[String, Threshold] =
@@ -92,3 +109,8 @@ object Figures:
   val Percentiles: ListMap[String, LatencySummary => Double] = ListMap("p50" -> (_.p50), "p90" -> (_.p90), "p99" -> (_.p99), "max" -> (_.max))
   /** A kind's counts, as [[MessageCounts]] has them. */
   val Counts: ListMap[String, MessageCounts => Long] = ListMap("sent" -> (_.sent), "ok" -> (_.ok), "forbidden" -> (_.forbidden), "failed" -> (_.failed))
+  /** An action's recovery percentiles, as [[RecoverySummary]] has them. */
+  val Recovery: ListMap[String, RecoverySummary => Option[Double]] = ListMap("p50" -> (_.p50), "p90" -> (_.p90), "p99" -> (_.p99), "p100" -> (_.p100))
+  /** An action's counts, as [[ActionSummary]] has them. */
+  val ActionCounts: ListMap[String, ActionSummary => Long] =
+    ListMap("devices" -> (_.devices), "cut" -> (_.cut), "recovered" -> (_.recovered), "never-back" -> (_.neverBack))

@@ -23,8 +23,13 @@ trait Output:
   * @param against the controller's (or broker's) URL as shown: credentials redacted
   * @param servers the servers the run started (dashboard, reference controller), a line each
   */
+/** What a run is, as it starts.
+  *
+  * @param scenario the scenario it plays: its file and what it does
+  * @param seed what its random choices are drawn from (given, or picked)
+  */
 final case class RunStart(devices: Int, transport: String, against: String, rampRate: Double, duration: Option[FiniteDuration], resultsDir: Path,
-    servers: Seq[String])
+    servers: Seq[String], scenario: Option[(String, String)] = None, seed: Long = 0)
 
 /** summary.json in the run's folder, written at the end. */
 final class SummaryFile(dir: Path) extends Output:

@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.*
 import com.github.plokhotnyuk.jsoniter_scala.macros.*
 import fleetsim.metrics.ControllerCounts
 import fleetsim.device.DeviceState
-import fleetsim.metrics.{KindSnapshot, MetricsSnapshot, ProcessFigures, Times}
+import fleetsim.metrics.{ActionSnapshot, KindSnapshot, MetricsSnapshot, ProcessFigures, Times}
 import fleetsim.transport.FailureReason
 
 import java.nio.file.{Files, Path}
@@ -25,6 +25,8 @@ final case class Summary(
     process: ProcessSummary,
     controller: Option[ControllerCounts],
     cluster: Option[ClusterSummary] = None,
+    /** What was done to the fleet while it ran (power cuts, reboot waves), in the order started. */
+    actions: List[ActionSummary] = Nil,
     /** The run judged against its thresholds ([[Verdict.judge]]); none without thresholds. */
     verdict: Option[Verdict] = None)
 
@@ -36,7 +38,11 @@ final case class RunInfo(
     controllerUrl: String,
     controllerEmbedded: Boolean,
     transport: String,
-    deviceProfile: String)
+    deviceProfile: String,
+    /** What the run's random choices were drawn from: `--seed` gives the same choices again. */
+    seed: Long = 0,
+    /** The scenario file the run played, if any. */
+    scenario: Option[String] = None)
 /** A fleet over a cluster: devices running on each node (by its address) at the end, and the nodes
   * lost during the run (their blocks started again on the others).
   */
@@ -60,6 +66,32 @@ final case class TunnelsSummary(opened: Long, upAtEnd: Long, retunnels: Long, fa
   */
 final case class MqttSummary(connects: Long, connectedAtEnd: Long, reconnects: Long, connectFailures: Map[String, Long], connectMs: LatencySummary)
 final case class PushesSummary(received: Long, acknowledged: Long, pushToAckMs: LatencySummary)
+
+/** An action a scenario or the dashboard started: when, for how long, and how its devices came back.
+  *
+  * @param atS when it started, in s since the run started
+  * @param forS how long it acted: until the last of its devices was powered on again
+  * @param devices devices it reached when it started
+  * @param cut devices whose power it cut (one already Off is not cut again)
+  * @param recovered of those, devices Reporting again before the run ended
+  * @param neverBack of those, devices not Reporting again by the end
+  * @param recoveryMs from each device's power-on to Reporting again, in percentiles of the devices
+  *   cut: a percentile that devices never back fall in has none (p100 has none if any never came back)
+  */
+final case class ActionSummary(name: String, kind: String, atS: Double, forS: Double, devices: Long, cut: Long, recovered: Long, neverBack: Long,
+    recoveryMs: RecoverySummary)
+final case class RecoverySummary(p50: Option[Double], p90: Option[Double], p99: Option[Double], p100: Option[Double])
+
+object ActionSummary:
+  /** An action's summary from its devices' figures: `recovery` has a time per device recovered. */
+  def of(name: String, kind: String, atS: Double, forS: Double, devices: Long, figures: ActionSnapshot): ActionSummary =
+    val recovered = figures.recovery.count.min(figures.cut)
+    /** The time by which `q`% of the devices cut were back: a device never back counts as later than any. */
+    def percentile(q: Double): Option[Double] =
+      val rank = math.ceil(q / 100 * figures.cut).toLong.max(1)
+      Option.when(figures.cut > 0 && rank <= recovered)(figures.recovery.percentile(100.0 * rank / recovered))
+    ActionSummary(name, kind, atS, forS, devices, figures.cut, recovered, figures.cut - recovered,
+      RecoverySummary(percentile(50), percentile(90), percentile(99), percentile(100)))
 
 /** A transport's own section of the summary (SSH's `tunnels`, MQTT's `mqtt`): what its devices'
   * sessions did. Its kind supplies it ([[fleetsim.run.TransportKind]]).
@@ -177,5 +209,12 @@ object Summary:
       lines += s"  cluster: ${c.nodes.size} nodes: " + c.nodes.map((node, n) => s"$node $n devices").mkString(", ") + lost
     }
     lines += f"  process: peak ${s.process.threadsPeak} threads, peak heap ${s.process.heapUsedPeakBytes / 1048576.0}%.0f MiB"
+    s.actions.foreach { a =>
+      def time(p: Option[Double]) = p.fold("-")(ms => if ms < 1000 then f"$ms%.1f ms" else f"${ms / 1000}%.2f s")
+      val back = s"${a.recovered} of ${a.cut} cut back" + (if a.neverBack > 0 then s", ${a.neverBack} never" else "")
+      val kind = if a.kind == a.name then "" else s" (${a.kind})"
+      lines += f"  action ${a.name}$kind at ${a.atS}%.1f s for ${a.forS}%.1f s: ${a.devices} devices, $back; recovery p50 ${time(a.recoveryMs.p50)}, " +
+        s"p90 ${time(a.recoveryMs.p90)}, p99 ${time(a.recoveryMs.p99)}, p100 ${time(a.recoveryMs.p100)}"
+    }
     s.verdict.foreach(v => lines ++= Verdict.render(v))
     lines.result().mkString("\n")

@@ -1,6 +1,6 @@
 package fleetsim.run
 
-import fleetsim.device.{DeviceState, Selection}
+import fleetsim.device.{Device, DeviceState}
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.MetricsSnapshot
 import org.apache.pekko.Done
@@ -25,10 +25,10 @@ trait FleetDevices:
   def stop(): Future[Done]
   /** Starts again every device that stopped itself; how many were Stopped. */
   def restartStopped(): Long
-  /** Grows or shrinks the fleet to `devices`, 0 to the number planned ([[fleetsim.fleet.Fleet.Resize]]). */
-  def resize(devices: Int): Unit
-  /** Powers off (or, if Off, on) the devices in the fleet now numbered `from` until `until`, `among` those selected ([[Fleet.Power]]). */
-  def power(from: Int, until: Int, among: Selection, on: Boolean): Unit
+  /** Grows the fleet to `devices` at `rate` a second, or shrinks it, 0 to the number planned ([[fleetsim.fleet.Fleet.Resize]]). */
+  def resize(devices: Int, rate: Double): Unit
+  /** Powers off (or, if Off, on) the devices in the fleet now that the switch names ([[Device.Power]]). */
+  def power(switch: Device.Power): Unit
   /** After the summary: closes what the devices shared (sessions, connections). */
   def close(): Future[Done]
   /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
@@ -49,7 +49,7 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
     val stopped = parts.metrics.devicesByState(DeviceState.Stopped)
     fleet ! Fleet.RestartStopped
     stopped
-  def resize(devices: Int): Unit = fleet ! Fleet.Resize(devices)
-  def power(from: Int, until: Int, among: Selection, on: Boolean): Unit = fleet ! Fleet.Power(from, until, among, on)
+  def resize(devices: Int, rate: Double): Unit = fleet ! Fleet.Resize(devices, rate)
+  def power(switch: Device.Power): Unit = fleet ! Fleet.Power(switch)
   def close(): Future[Done] = parts.close()
   def sessions: Boolean = parts.sessions.isDefined

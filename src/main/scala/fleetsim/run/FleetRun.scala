@@ -1,11 +1,12 @@
 package fleetsim.run
 
-import fleetsim.control.{RunAction, RunControl}
-import fleetsim.device.Selection
+import fleetsim.control.{Reach, RunAction, RunControl}
+import fleetsim.device.{Device, Selection}
 import fleetsim.controller.Controller
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
-import fleetsim.report.{Output, Report, RunInfo, RunStart, Summary, Verdict}
+import fleetsim.scenario.ScenarioDriver
+import fleetsim.report.{ActionSummary, Output, Report, RunInfo, RunStart, Summary, Verdict}
 import fleetsim.web.Dashboard
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Cancellable
@@ -41,7 +42,9 @@ final class FleetRun private (
   @volatile private var outputs: ListMap[String, Output] = made
   @volatile private var finishing: Option[Future[Summary]] = None
   @volatile private var hurried = false
-  @volatile private var wanted = settings.fleet.devices
+  @volatile private var wanted = settings.startsWith
+  /** The actions started, in order: action i is the cause of its devices' power switches. */
+  @volatile private var acted = Vector.empty[FleetRun.Acted]
   private val ended = Promise[Summary]()
 
   /** The summary, once the run has finished, whoever finished it: the CLI ends the process then. */
@@ -58,7 +61,10 @@ final class FleetRun private (
   private val io = system.dispatchers.lookup(DispatcherSelector.blocking()) // the file and the console block
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[FleetRun])
   each(_.start(RunStart(settings.fleet.devices, settings.transport.name, controllerUrl, settings.fleet.rampRate, settings.fleet.duration,
-    settings.resultsDir, servers)))
+    settings.resultsDir, servers, settings.scenario.map((s, _) => s.file.toString -> s.description), settings.seed)))
+  if wanted < planned then devices.resize(wanted, settings.fleet.rampRate) // a cluster's blocks start later, and hear it first
+  private val driver = settings.scenario.map((scenario, timeline) =>
+    ScenarioDriver(scenario, timeline, settings.seed, this)(using system.classicSystem.scheduler))
 
   /** The servers the run started, as the console names them. */
   private def servers: Seq[String] =
@@ -92,31 +98,49 @@ final class FleetRun private (
   def planned: Int = settings.fleet.devices
   def target: Int = wanted
 
-  def resize(count: Int): Either[String, Int] = synchronized {
+  def resize(count: Int, rate: Option[Double] = None): Either[String, Int] = synchronized {
     if count < 0 || count > planned then
       Left(s"a fleet planned for $planned devices can be resized to 0 to $planned, not $count: start it with --devices $count to go higher")
     else if finishing.isDefined then Left("the run is finishing")
     else
       wanted = count
-      devices.resize(count)
+      devices.resize(count, rate.getOrElse(settings.fleet.rampRate))
       Right(count)
   }
 
-  def act(action: RunAction): Future[Long] = action match
-    case RunAction.RestartStopped => Future.successful(devices.restartStopped())
-    case RunAction.PowerCut(from, until, among, outage) =>
-      devices.power(from, until, among, on = false)
-      system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.power(from, until, among, on = true))
-      Future.successful(inFleet(from, until, among))
-    case RunAction.RebootWave(share, seed, over, down) =>
-      val steps = over.toSeconds.max(1).toInt
-      for step <- 0 until steps do
-        val slice = Selection.Slice(share * step / steps, share * (step + 1) / steps, seed)
-        system.scheduler.scheduleOnce(over * step / steps, () => if finishing.isEmpty then act(RunAction.PowerCut(0, Int.MaxValue, slice, down)))
-      Future.successful(inFleet(0, Int.MaxValue, Selection.Share(share, seed)))
+  def act(action: RunAction, name: Option[String] = None): Future[Long] =
+    val reached = action match
+      case RunAction.RestartStopped => devices.restartStopped()
+      case RunAction.PowerCut(reach, _) => inFleet(reach)
+      case RunAction.RebootWave(share, seed, _, _) => inFleet(Reach(0, Int.MaxValue, Selection.Share(share, seed)))
+    val number = synchronized {
+      val taken = acted.map(_.name).toSet
+      val base = name.getOrElse(action.kind)
+      val unique = Iterator.from(2).map(n => s"$base-$n").filterNot(taken).nextOption().filter(_ => taken(base)).getOrElse(base)
+      acted :+= FleetRun.Acted(unique, action.kind, elapsed, action.span, reached)
+      acted.size - 1
+    }
+    action match
+      case RunAction.RestartStopped => ()
+      case RunAction.PowerCut(reach, outage) => cut(reach, outage, number)
+      case RunAction.RebootWave(share, seed, over, down) =>
+        val steps = over.toSeconds.max(1).toInt
+        for step <- 0 until steps do
+          val slice = Reach(0, Int.MaxValue, Selection.Slice(share * step / steps, share * (step + 1) / steps, seed))
+          system.scheduler.scheduleOnce(over * step / steps, () => if finishing.isEmpty then cut(slice, down, number))
+    Future.successful(reached)
 
-  /** How many of the devices in the fleet now an action numbered `from` until `until`, `among` those, reaches. */
-  private def inFleet(from: Int, until: Int, among: Selection): Long = (from.max(0) until until.min(wanted)).count(among.contains).toLong
+  /** Cuts the power of the devices `reach` names for `outage`, as action `number`. */
+  private def cut(reach: Reach, outage: FiniteDuration, number: Int): Unit =
+    def switch(on: Boolean) = Device.Power(reach.from, reach.until, on, reach.among, number)
+    devices.power(switch(on = false))
+    system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.power(switch(on = true)))
+
+  /** Time since the run started. */
+  private def elapsed: FiniteDuration = (System.currentTimeMillis() - startedAt.toEpochMilli).millis
+
+  /** How many of the devices in the fleet now an action reaches. */
+  private def inFleet(reach: Reach): Long = (reach.from.max(0) until reach.until.min(wanted)).count(reach.among.contains).toLong
 
   def stop(reason: String): Future[Summary] = finish(reason)
 
@@ -128,6 +152,7 @@ final class FleetRun private (
   def finish(stopReason: String): Future[Summary] = synchronized {
     finishing.getOrElse {
       ticker.cancel()
+      driver.foreach(_.cancel())
       val done = for
         before <- devices.snapshot() // states and sessions before the devices stop, leave them and close their sessions
         cluster = devices.cluster
@@ -137,10 +162,16 @@ final class FleetRun private (
       yield
         val ended = Instant.now
         val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
-          stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name)
+          stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name, settings.seed,
+          settings.scenario.map(_._1.file.toString))
+        val actions = acted.zipWithIndex.map { (a, number) =>
+          ActionSummary.of(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0, a.reached,
+            snapshot.actions.getOrElse(number, ActionSnapshot(0, Times.empty)))
+        }
         val summary = Verdict.judged(
           Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
-            process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key)),
+            process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key))
+            .copy(actions = actions.toList),
           settings.thresholds)
         each(_.finish(summary))
         summary
@@ -169,6 +200,9 @@ final class FleetRun private (
     }
 
 object FleetRun:
+  /** An action the run started: its name, its kind, when (since the run started), for how long, and how many devices it reached then. */
+  private final case class Acted(name: String, kind: String, at: FiniteDuration, span: FiniteDuration, reached: Long)
+
   /** Puts a run's devices somewhere once the controller is up: `url` is what they call (the
     * controller, or for MQTT the broker), `registry` where their meters go.
     */
@@ -204,5 +238,5 @@ object FleetRun:
   private def inProcess(settings: RunSettings)(using system: ActorSystem[SpawnProtocol.Command]): Placement = (url, controller, registry) =>
     given ExecutionContext = system.executionContext
     val parts = FleetParts(settings, url, controller.flatMap(_.tls).map(_.authority), registry, settings.fleet.devices)
-    system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, parts.device), "fleet", Props.empty, _))(using
+    system.ask[ActorRef[Fleet.Command]](SpawnProtocol.Spawn(Fleet(settings.fleet, parts.device, settings.startsWith), "fleet", Props.empty, _))(using
       Timeout(10.seconds), system.scheduler).map(LocalDevices(parts, _))

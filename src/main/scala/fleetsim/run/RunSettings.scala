@@ -7,6 +7,7 @@ import fleetsim.device.DeviceSettings
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{CompiledProfile, FleetContext, ProfileLoader}
 import fleetsim.report.{Figures, Threshold}
+import fleetsim.scenario.{Scenario, Timeline}
 import fleetsim.tls.TlsSettings
 import fleetsim.transport.{ConnectionMode, HttpSettings, SourceAddresses}
 
@@ -23,6 +24,8 @@ import scala.jdk.CollectionConverters.*
   * @param transport how the devices carry their calls, with that kind's own settings
   * @param controllerUrl None embeds the reference controller
   * @param thresholds what the run must pass, judged at its end on its summary's figures (exit code 3 when one fails)
+  * @param scenario what the run plays ([[fleetsim.scenario.ScenarioDriver]]), with its timeline
+  * @param seed what the run's random choices are drawn from: the one asked for, else one picked
   * @param described the effective `fleetsim` settings as JSON, secrets left out (passwords, URLs' credentials), for config.json
   */
 final case class RunSettings(
@@ -41,7 +44,9 @@ final case class RunSettings(
     dashboard: DashboardSettings,
     statsd: Option[(String, Int)],
     described: String,
-    thresholds: Seq[Threshold]):
+    thresholds: Seq[Threshold],
+    scenario: Option[(Scenario, Timeline)] = None,
+    seed: Long = 1):
   require(statusInterval > Duration.Zero, "fleetsim.run.status-interval must be positive")
 
   /** How long a stopping run waits for the calls in flight: the longest a call may wait, its own timeout or the run's, and a second. */
@@ -52,6 +57,9 @@ final case class RunSettings(
 
   /** Each device's own session, held open: an SSH tunnel or an MQTT connection. */
   def sessions: Int = if transport.sessions.isDefined then fleet.devices else 0
+
+  /** Devices the run starts with: a scenario's stages resize it from none. */
+  def startsWith: Int = if scenario.isDefined then 0 else fleet.devices
 
   /** The embedded controller (and broker) live in this process: every socket has both ends here. */
   def embedded: Boolean = transport.serverUrl(this).isEmpty
@@ -88,6 +96,13 @@ object RunSettings:
       if explicitDir.nonEmpty then Paths.get(explicitDir)
       else Paths.get(run.getString("results-root"), LocalDateTime.now.format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
     val profile = parsed.compile(FleetContext(fleet, transport.joinKey, config))
+    // Read again on the node that runs it, checked whole already (cli.Options); a cluster's other nodes have none.
+    val scenario = Option(run.getString("scenario")).filter(_.nonEmpty).map { file =>
+      val read = Scenario.read(Path.of(file)).fold(p => throw IllegalArgumentException(p), identity)
+      read -> read.timeline(fleet.rampRate).fold(p => throw IllegalArgumentException(p), identity)
+    }
+    val seed = Some(run.getLong("seed")).filter(_ != 0).orElse(scenario.flatMap(_._1.seed))
+      .getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 1L << 31))
     RunSettings(
       fleet = fleet,
       device = DeviceSettings(config),
@@ -106,7 +121,9 @@ object RunSettings:
       described = fleetsim.Redact.urls(config.getConfig("fleetsim")
         .withoutPath("ssh.password").withoutPath("dashboard.token").withoutPath("controller.ssh-password").withoutPath("controller.agent-secret")
         .root.render(ConfigRenderOptions.concise().setFormatted(true))),
-      thresholds = thresholds(config, Figures(profile.kinds, profile.name)))
+      thresholds = thresholds(config, Figures(profile.kinds, profile.name, scenario.toSeq.flatMap(_._1.actionNames))),
+      scenario = scenario,
+      seed = seed)
 
   /** The run's thresholds, each checked against the figures its profile's runs have: a mistake names
     * where the threshold came from (--threshold, its variable, or a config file's file:line).

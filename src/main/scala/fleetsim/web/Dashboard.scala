@@ -4,8 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, readFromArray
 import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.{Config, ConfigFactory, ConfigValueFactory}
 import fleetsim.{CannotBind, Caller, HoconChecks}
-import fleetsim.control.{RunAction, RunControl}
-import fleetsim.device.Selection
+import fleetsim.control.{Reach, RunAction, RunControl}
 import fleetsim.metrics.Sample
 import fleetsim.report.{Assets, Output}
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -186,32 +185,20 @@ object Dashboard:
   /** A power cut as asked: which devices (a share, a range of numbers or all), for how long, drawn with which seed. */
   private final case class PowerCutAsked(devices: String, `for`: String, seed: Option[Long] = None)
   private object PowerCutAsked:
-    private val Numbers = """(\d+)-(\d+)""".r
     /** The action, and the seed its share is drawn with; or why not. */
     def action(a: PowerCutAsked): Either[String, (RunAction.PowerCut, Long)] =
       val seed = seedOf(a.seed)
-      val outage = durationOf(a.`for`, "for")
-      val selected: Either[String, (Int, Int, Selection)] = a.devices.trim match
-        case "all" => Right((0, Int.MaxValue, Selection.All))
-        case Percent(p) if p.toDouble <= 100 => Right((0, Int.MaxValue, Selection.Share(p.toDouble / 100, seed)))
-        case Numbers(from, until) if from.toLong <= until.toLong && until.toLong < Int.MaxValue => Right((from.toInt, until.toInt + 1, Selection.All))
-        case other => Left(s"devices must be a share (30%), a range of device numbers (100-199) or all (got '$other')")
-      for o <- outage; picked <- selected yield (RunAction.PowerCut(picked._1, picked._2, picked._3, o), seed)
+      for outage <- durationOf(a.`for`, "for"); reached <- Reach.parse(a.devices, seed) yield (RunAction.PowerCut(reached, outage), seed)
   private final case class PowerCutStarted(action: String, devices: Long, seed: Long, `for`: String)
 
   /** A reboot wave as asked: a share of the devices (or all), spread over how long, each down how long (5 s unless said). */
   private final case class RebootWaveAsked(devices: String, over: String, down: Option[String] = None, seed: Option[Long] = None)
   private object RebootWaveAsked:
     def action(a: RebootWaveAsked): Either[String, RunAction.RebootWave] =
-      val share = a.devices.trim match
-        case "all" => Right(1.0)
-        case Percent(p) if p.toDouble <= 100 => Right(p.toDouble / 100)
-        case other => Left(s"devices must be a share (30%) or all (got '$other')")
-      for s <- share; over <- durationOf(a.over, "over"); down <- durationOf(a.down.getOrElse("5s"), "down")
+      for s <- Reach.share(a.devices); over <- durationOf(a.over, "over"); down <- durationOf(a.down.getOrElse("5s"), "down")
       yield RunAction.RebootWave(s, seedOf(a.seed), over, down)
   private final case class RebootWaveStarted(action: String, devices: Long, seed: Long, over: String, down: String)
 
-  private val Percent = """(\d+(?:\.\d+)?)%""".r
   /** The seed asked for, else one picked at random (and told back, to hit the same devices again). */
   private def seedOf(asked: Option[Long]): Long = asked.getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 48))
   /** A positive duration as HOCON writes one (20s, 2m), or why not. */

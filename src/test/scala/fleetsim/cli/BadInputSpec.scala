@@ -38,6 +38,7 @@ class BadInputSpec extends AnyWordSpec:
     case ValueKind.Choice(_*) => Seq("nonsense", "")
     case ValueKind.Switch => Seq("maybe", "yes please")
     case ValueKind.Text => Seq("")
+    case ValueKind.Seed => Seq("0", "lots", "1.5")
     case ValueKind.Threshold => Seq("", "fast", "errors.rate ~ 1%", "errors.rate = 1%", "errors.rate < lots", "latency.heartbeat.p99 < -5ms")
     case ValueKind.InputFile => Seq(aFolder.toString, missing.toString, "")
     case ValueKind.InputFolder => Seq(aFile.toString, missing.toString)
@@ -107,6 +108,26 @@ class BadInputSpec extends AnyWordSpec:
     "name the flag a CSV came from and the line that is not UTF-8" in
       assertOneLine(Seq("run", "--device-profile", "iot-telemetry", "--devices-csv", garbage.toString, "--duration", "1s"),
         mentioning = s"--devices-csv: identity.csv: $garbage:1 is not UTF-8 text (byte 0xff)")
+  }
+
+  "A scenario's mistakes" should {
+    "each be one line with the scenario's file:line, before the run" in {
+      val run = Seq("--dashboard", "off", "--results", dir.resolve("results").toString)
+      def scenario(text: String) = Files.writeString(Files.createTempFile(dir, "scenario", ".conf"), text)
+      val stages = "stages = [ { devices = 10, over = 1s, hold = 5s } ]\n"
+      val typo = scenario(stages + "actoins = []\n")
+      assertOneLine(Seq("run", "--scenario", typo.toString) ++ run, mentioning = s"$typo:2: unknown key 'actoins' in scenario")
+      val threshold = scenario(stages + "actions = [ { at = 1s, power-cut { devices = 30%, for = 2s } } ]\nthresholds = [\n \"action.power-cutt.recovery.p99 < 1s\"\n]\n")
+      assertOneLine(Seq("run", "--scenario", threshold.toString) ++ run,
+        mentioning = s"$threshold:4: 'action.power-cutt.recovery.p99 < 1s': no figure action.power-cutt.recovery.p99 (did you mean action.power-cut.recovery.p99?)")
+      val setting = scenario(stages + "fleetsim {\n  heartbeat-intervall = 5s\n}\n")
+      assertOneLine(Seq("run", "--scenario", setting.toString) ++ run, mentioning = s"$setting:3: unknown setting fleetsim.heartbeat-intervall")
+      val valid = scenario(stages)
+      assertOneLine(Seq("run", "--scenario", valid.toString, "--devices", "50") ++ run,
+        mentioning = s"--devices (or FLEETSIM_DEVICES): the stages of scenario $valid set it")
+      val late = scenario(stages + "actions = [ { at = 5s, power-cut { devices = all, for = 2s } } ]\n")
+      assertOneLine(Seq("run", "--scenario", late.toString) ++ run, mentioning = s"$late:2: power-cut at 5 seconds acts until 7 seconds, after the scenario's end")
+    }
   }
 
   "A config file's setting for a flag" should {

@@ -1,7 +1,7 @@
 package fleetsim.cluster
 
 import com.typesafe.config.ConfigFactory
-import fleetsim.device.DeviceState
+import fleetsim.device.{Device, DeviceState}
 import fleetsim.metrics.FleetMetrics
 import fleetsim.transport.{FailureReason, MessageKind, Reply}
 import org.apache.pekko.actor.testkit.typed.scaladsl.ActorTestKit
@@ -39,6 +39,8 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     metrics.halted("join: 403")
     metrics.halted("checksum: 404 x5")
     metrics.halted("join: 403")
+    (1 to 3).foreach(_ => metrics.poweredOff(1))
+    Seq(2_000_000_000L, 3_000_000_000L).foreach(metrics.recovered(1, _))
     val snapshot = metrics.snapshot()
     val back = roundTrip(NodeFigures("pekko://fleetsim@127.0.0.1:25520", snapshot)).snapshot
     assert(back.byState == snapshot.byState)
@@ -49,6 +51,8 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     assert(b.overallLateness.latency == k.overallLateness.latency && b.overallLateness.count == 1 && b.recentLateness.count == 1)
     assert(back.tunnels.opened == 1 && back.tunnels.overall.latency == snapshot.tunnels.overall.latency)
     assert(back.stopped == Map("join: 403" -> 2, "checksum: 404 x5" -> 1))
+    assert(back.actions.keySet == Set(1) && back.actions(1).cut == 3 && back.actions(1).recovery.count == 2)
+    assert(back.actions(1).recovery.latency == snapshot.actions(1).recovery.latency)
   }
 
   test("a restart of a run's stopped devices") {
@@ -65,9 +69,9 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
   }
 
   test("the run's controls: a resize, and power cuts of a share or of numbers") {
-    assert(roundTrip(NodeAgent.Resize("r1", 2500)) == NodeAgent.Resize("r1", 2500))
-    for message <- Seq(NodeAgent.Power("r1", 0, Int.MaxValue, fleetsim.device.Selection.Share(0.3, 42L), on = false),
-        NodeAgent.Power("r1", 100, 200, fleetsim.device.Selection.All, on = true),
-        NodeAgent.Power("r1", 0, Int.MaxValue, fleetsim.device.Selection.Slice(0.1, 0.2, 42L), on = false)) do
+    assert(roundTrip(NodeAgent.Resize("r1", 2500, 12.5)) == NodeAgent.Resize("r1", 2500, 12.5))
+    for message <- Seq(NodeAgent.Power("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Share(0.3, 42L), cause = 2)),
+        NodeAgent.Power("r1", Device.Power(100, 200, on = true)),
+        NodeAgent.Power("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Slice(0.1, 0.2, 42L), cause = 0))) do
       assert(roundTrip(message) == message)
   }

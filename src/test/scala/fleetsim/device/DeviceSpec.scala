@@ -91,7 +91,8 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       closed = true
       Future.successful(Done)
 
-  private final class Probed(moves: ActorRef[Moved], halts: ActorRef[String], judgements: ActorRef[(Int, Option[FailureReason])]) extends DeviceEvents:
+  private final class Probed(moves: ActorRef[Moved], halts: ActorRef[String], judgements: ActorRef[(Int, Option[FailureReason])],
+      actions: ActorRef[(String, Int, Long)]) extends DeviceEvents:
     def moved(from: Option[DeviceState], to: DeviceState): Unit = moves ! Moved(from, to)
     def stopped(state: DeviceState): Unit = ()
     def late(kind: MessageKind, nanos: Long): Unit = ()
@@ -99,6 +100,8 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def halted(reason: String): Unit = halts ! reason
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
+    def poweredOff(action: Int): Unit = actions ! ("cut", action, 0L)
+    def recovered(action: Int, nanos: Long): Unit = actions ! ("recovered", action, nanos)
 
   private class Fixture(withTunnels: Boolean = false, profile: String = "ap-v1"):
     val calls = TestProbe[Call]()
@@ -107,8 +110,9 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val tunnelCalls = TestProbe[Call]()
     val halts = TestProbe[String]()
     val judgements = TestProbe[(Int, Option[FailureReason])]()
+    val actions = TestProbe[(String, Int, Long)]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(apV1(tunnels.map(_ => "ecdsa-sha2-nistp256 AAAA"), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.map(_ => "ecdsa-sha2-nistp256 AAAA"), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref, actions.ref), wheel, half, () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
@@ -326,6 +330,33 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(Off, Discovering)
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 1))
       expectMove(Discovering, Tunneling)
+
+    "tell how long it took to be Reporting again after an action cut its power, powered on by that action only" in new Fixture(withTunnels = true):
+      joinAndTunnel()
+      device ! Device.Power(7, 8, on = false, cause = 2)
+      expectMove(Reporting, Off)
+      actions.expectMessage(("cut", 2, 0L))
+      device ! Device.Power(0, 100, on = false) // a resize takes it over: the action's end leaves it Off
+      device ! Device.Power(7, 8, on = true, cause = 2)
+      moves.expectNoMessage(50.millis)
+      device ! Device.Power(7, 8, on = false, cause = 3) // already Off: not cut again
+      device ! Device.Power(7, 8, on = true) // the fleet grows back
+      expectMove(Off, Discovering)
+      pass(3.seconds)
+      joinAndTunnel()
+      actions.expectNoMessage(50.millis) // a resize's devices have no recovery
+      device ! Device.Power(0, 8, on = false, cause = 4)
+      expectMove(Reporting, Off)
+      actions.expectMessage(("cut", 4, 0L))
+      device ! Device.Power(7, 8, on = true, cause = 5) // another action's power-on
+      moves.expectNoMessage(50.millis)
+      pass(10.seconds) // Off: not part of its recovery
+      device ! Device.Power(7, 8, on = true, cause = 4)
+      expectMove(Off, Discovering)
+      pass(3.seconds)
+      joinAndTunnel()
+      actions.expectMessage(("recovered", 4, 3.seconds.toNanos))
+      actions.expectNoMessage(50.millis)
 
     "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))

@@ -13,7 +13,7 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     override def preStart(): Unit = heard ! ("started", number)
     def receive: Receive =
       case Device.Restart => heard ! ("restart", number)
-      case Device.Power(from, until, on, among) => if number >= from && number < until && among.contains(number) then heard ! ((if on then "on" else "off"), number)
+      case Device.Power(from, until, on, among, _) => if number >= from && number < until && among.contains(number) then heard ! ((if on then "on" else "off"), number)
 
   "Fleet.RestartStopped" should {
     "reach every device, in every group" in {
@@ -34,14 +34,14 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       val fleet = spawn(Fleet(FleetSettings(devices, 1_000_000, None, 0L), i => Props(StandIn(i, heard.ref)), target = 900))
       assert(heard.receiveMessages(900).map(_._2).toSet == (0 until 900).toSet) // a resize before the start
       heard.expectNoMessage()
-      fleet ! Fleet.Resize(500)
+      fleet ! Fleet.Resize(500, 1_000_000)
       assert(heard.receiveMessages(400).toSet == (500 until 900).map(("off", _)).toSet)
       heard.expectNoMessage()
-      fleet ! Fleet.Resize(devices + 10) // no further than planned
+      fleet ! Fleet.Resize(devices + 10, 1_000_000) // no further than planned
       val grown = heard.receiveMessages(devices - 500).toSet
       assert(grown == ((500 until 900).map(("on", _)) ++ (900 until devices).map(("started", _))).toSet)
       heard.expectNoMessage()
-      fleet ! Fleet.Resize(devices)
+      fleet ! Fleet.Resize(devices, 1_000_000)
       heard.expectNoMessage()
     }
   }
@@ -52,13 +52,13 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       val heard = createTestProbe[(String, Int)]()
       val fleet = spawn(Fleet(FleetSettings(devices, 1_000_000, None, 0L), i => Props(StandIn(i, heard.ref))))
       heard.receiveMessages(devices)
-      fleet ! Fleet.Resize(900)
+      fleet ! Fleet.Resize(900, 1_000_000)
       heard.receiveMessages(devices - 900)
       val share = fleetsim.device.Selection.Share(0.5, 3)
-      fleet ! Fleet.Power(0, Int.MaxValue, share, on = false)
+      fleet ! Fleet.Power(Device.Power(0, Int.MaxValue, on = false, share))
       val cut = (0 until 900).filter(share.contains)
       assert(heard.receiveMessages(cut.size).toSet == cut.map(("off", _)).toSet) // none of 900 and up: out of the fleet already
-      fleet ! Fleet.Power(100, 200, fleetsim.device.Selection.All, on = true)
+      fleet ! Fleet.Power(Device.Power(100, 200, on = true))
       assert(heard.receiveMessages(100).toSet == (100 until 200).map(("on", _)).toSet)
       heard.expectNoMessage()
     }

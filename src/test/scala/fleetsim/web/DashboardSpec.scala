@@ -46,9 +46,9 @@ class DashboardSpec extends AnyWordSpec with Eventually:
     val restarts = AtomicInteger()
     @volatile var target = 10
     def planned: Int = 10
-    def resize(devices: Int): Either[String, Int] =
+    def resize(devices: Int, rate: Option[Double]): Either[String, Int] =
       if devices > planned then Left(s"at most $planned") else { target = devices; Right(devices) }
-    def act(action: RunAction): Future[Long] = Future.successful { restarts.incrementAndGet(); 3L }
+    def act(action: RunAction, name: Option[String]): Future[Long] = Future.successful { restarts.incrementAndGet(); 3L }
     def stop(reason: String): Future[Summary] = Future.never
 
   /** A run of 5 devices, once all are Reporting: `test` gets it, the URL of `api` on its dashboard and

@@ -1,0 +1,70 @@
+package fleetsim.e2e
+
+import fleetsim.cli.{Options, Parsed, RunCommand}
+import fleetsim.device.Selection
+import fleetsim.report.Summary
+import fleetsim.run.{FleetRun, RunSettings}
+import org.apache.pekko.pattern.after
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.nio.file.{Files, Path}
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
+
+/** The scenarios shipped in scenarios/, each run as `./fleetsim run --scenario FILE` runs it, against
+  * the embedded reference controller: each passes its own thresholds on this machine, and what its
+  * actions did is in the summary as a user would check it.
+  */
+class ScenarioRunSpec extends AnyWordSpec:
+  private val dir = Files.createTempDirectory("fleetsim-scenario-runs")
+
+  /** Runs `scenario` with `flags` for its length, as the command line would; its summary. */
+  private def play(scenario: Path, flags: String*): (RunSettings, Summary) =
+    val args = List("--scenario", scenario.toString, "--dashboard", "off", "--results", Files.createTempDirectory(dir, "run").toString) ++ flags
+    val config = Options.parse("run", RunCommand.Flags, args) match
+      case Parsed.Settings(c) => c
+      case other => fail(s"parsed $other")
+    val settings = RunSettings(config)
+    var summary: Summary = null
+    withSystem(config) {
+      val run = Await.result(FleetRun.start(settings), 30.seconds)
+      val length = settings.fleet.duration.get
+      summary = Await.result(after(length)(run.finish("duration reached"))(using summon[org.apache.pekko.actor.typed.ActorSystem[?]].classicSystem),
+        length + 60.seconds)
+    }
+    (settings, summary)
+
+  private def shipped(name: String): Path = Path.of("scenarios", name)
+
+  "scenarios/power-cut.conf" should {
+    "cut the power of exactly the seeded 30%, bring them all back with a fresh join each, and pass its thresholds" in {
+      val (settings, s) = play(shipped("power-cut.conf"), "--seed", "42")
+      assert(settings.fleet.devices == 200 && s.run.seed == 42 && s.run.scenario.contains("scenarios/power-cut.conf"))
+      val cut = s.actions.head
+      val drawn = (0 until 200).count(Selection.Share(0.3, 42).contains) // action 0 draws with the run's seed
+      assert(cut.name == "power-cut" && cut.devices == drawn && cut.cut == drawn && cut.recovered == drawn && cut.neverBack == 0, cut)
+      assert(s.controller.get.received("join") == 200 + drawn) // each came back with a join of its own
+      // Timed from each device's power-on, 10 s after the cut, to Reporting: within what was left of the run.
+      assert(cut.atS >= 9 && cut.atS <= 12 && cut.recoveryMs.p100.exists(p => p > 0 && p < (s.run.durationS - cut.atS - 10) * 1000), cut)
+      assert(s.verdict.exists(_.passed), Summary.render(s))
+    }
+  }
+
+  "scenarios/reboot-wave.conf" should {
+    "reboot half the fleet in a wave, every device back, and pass its thresholds" in {
+      val (_, s) = play(shipped("reboot-wave.conf"), "--seed", "7")
+      val wave = s.actions.head
+      val drawn = (0 until 300).count(Selection.Share(0.5, 7).contains)
+      assert(wave.kind == "reboot-wave" && wave.cut == drawn && wave.recovered == drawn, wave)
+      assert(s.controller.get.received("join") == 300 + drawn)
+      assert(s.verdict.exists(_.passed), Summary.render(s))
+    }
+  }
+
+  "every scenario in scenarios/" should {
+    "be one this suite runs" in {
+      val files = Files.list(Path.of("scenarios")).iterator.asScala.map(_.getFileName.toString).filter(_.endsWith(".conf")).toSet
+      assert(files == Set("power-cut.conf", "reboot-wave.conf"))
+    }
+  }

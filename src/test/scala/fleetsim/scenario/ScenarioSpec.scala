@@ -1,0 +1,89 @@
+package fleetsim.scenario
+
+import fleetsim.control.{Reach, RunAction}
+import fleetsim.device.Selection
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.nio.file.{Files, Path}
+import scala.concurrent.duration.*
+
+/** A scenario file as its user writes it: what it compiles to, and each mistake said in one line with its file:line. */
+class ScenarioSpec extends AnyWordSpec:
+  private val dir = Files.createTempDirectory("fleetsim-scenarios")
+
+  private def file(text: String): Path = Files.writeString(Files.createTempFile(dir, "scenario", ".conf"), text)
+  private def read(text: String): Either[String, Scenario] = Scenario.read(file(text))
+  private def mistake(text: String): String = read(text).fold(identity, s => fail(s"read: $s"))
+
+  "A scenario" should {
+    "compile its stages into resizes in time, and its length" in {
+      val s = read("""
+        stages = [
+          { devices = 100, over = 10s }   # 10 a second
+          { hold = 20s }
+          { devices = 150, rate = 25 }    # 2 s
+          { devices = 50, over = 4s }     # shrinks a step a second
+          { devices = 0, hold = 5s }      # at once
+        ]
+        """).toOption.get
+      val t = s.timeline(rampRate = 200).toOption.get
+      assert(t.resizes.head == Resize(Duration.Zero, 100, 10.0))
+      assert(t.resizes(1) == Resize(30.seconds, 150, 25.0))
+      assert(t.resizes.slice(2, 6).map(r => (r.at, r.devices)) == Seq(32.seconds -> 125, 33.seconds -> 100, 34.seconds -> 75, 35.seconds -> 50))
+      assert(t.resizes.last.at == 36.seconds && t.resizes.last.devices == 0)
+      assert(t.length == 41.seconds && t.planned == 150)
+    }
+
+    "grow at the run's ramp rate where a stage says no pace" in {
+      val t = read("stages = [ { devices = 400 }, { hold = 1m } ]").toOption.get.timeline(rampRate = 200).toOption.get
+      assert(t.resizes == Seq(Resize(Duration.Zero, 400, 200.0)) && t.length == 62.seconds)
+    }
+
+    "make its actions with the seed they are given, named by their kind unless named" in {
+      val s = read("""
+        stages = [ { devices = 10, hold = 1m } ]
+        actions = [
+          { at = 5s, power-cut { devices = 30%, for = 10s } }
+          { at = 20s, name = building-b, power-cut { devices = "100-199", for = 5s } }
+          { at = 30s, reboot-wave { devices = all, over = 10s } }
+        ]
+        thresholds = [ "action.power-cut.recovery.p99 < 5s" ]
+        """).toOption.get
+      assert(s.actionNames == Seq("power-cut", "building-b", "reboot-wave"))
+      assert(s.actions.head.make(7) == RunAction.PowerCut(Reach(0, Int.MaxValue, Selection.Share(0.3, 7)), 10.seconds))
+      assert(s.actions(1).make(7) == RunAction.PowerCut(Reach(100, 200, Selection.All), 5.seconds))
+      assert(s.actions(2).make(7) == RunAction.RebootWave(1.0, 7, 10.seconds, 5.seconds))
+      assert(s.thresholds.map(_.unwrapped) == Seq("action.power-cut.recovery.p99 < 5s"))
+    }
+
+    "say each mistake in one line with its file:line" in {
+      def at(line: Int, text: String, says: String) =
+        val f = file(text)
+        val problem = Scenario.read(f).fold(identity, s => fail(s"read: $s"))
+        assert(problem.startsWith(s"$f:$line: ") && problem.contains(says), problem)
+      at(2, "stages = [ { devices = 1, hold = 1s } ]\nstagse = []", "unknown key 'stagse' in scenario")
+      at(1, "stages = [ { devices = 1, hodl = 1s } ]", "unknown key 'hodl' in a stage (did you mean hold?)")
+      at(1, "stages = [ { devices = many } ]", "a stage's devices must be a whole number")
+      at(1, "stages = [ { devices = 5, over = 2s, rate = 3 } ]", "over or rate, not both")
+      at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30% } } ]", "a power cut needs for")
+      at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = lots, for = 5s } } ]",
+        "devices must be a share (30%), a range of device numbers (100-199) or all")
+      at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, powercut { devices = 30%, for = 5s } } ]",
+        "unknown key 'powercut' in an action (its kinds: power-cut, reboot-wave) (did you mean power-cut?)")
+      at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30%, for = 5s, why = 1 } } ]",
+        "unknown key 'why' in a power-cut")
+      at(4, "stages = [ { devices = 5, hold = 1m } ]\nactions = [\n { at = 5s, power-cut { devices = 30%, for = 5s } }\n" +
+        " { at = 9s, power-cut { devices = 10%, for = 5s } } ]", "two actions are named power-cut")
+    }
+
+    "refuse actions that start or still act after its end, and stages that last no time" in {
+      val late = read("stages = [ { devices = 5, over = 1s, hold = 29s } ]\nactions = [ { at = 25s, power-cut { devices = all, for = 10s } } ]")
+        .toOption.get.timeline(100)
+      assert(late.left.exists(_.contains("power-cut at 25 seconds acts until 35 seconds, after the scenario's end at 30 seconds")), late)
+      val after = read("stages = [ { devices = 5, over = 1s, hold = 29s } ]\nactions = [ { at = 1m, power-cut { devices = all, for = 10s } } ]")
+        .toOption.get.timeline(100)
+      assert(after.left.exists(_.contains("starts after the scenario's end")), after)
+      assert(mistake("stages = []").contains("at least one stage"))
+      assert(mistake("stages = [ { hold = 5s } ]").contains("the first stage must say how many devices"))
+    }
+  }
