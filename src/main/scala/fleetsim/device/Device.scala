@@ -45,7 +45,9 @@ object Device:
   final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All, cause: Int = Power.NoAction) extends Command
   object Power:
     /** The cause of a resize's switches: no action's. */
-    val NoAction: Int = -1
+    val NoAction: Short = -1
+    /** The most actions a run numbers: a device keeps the one that cut its power in a Short. */
+    val MaxActions: Int = Short.MaxValue
 
   /** The boot delay is over: the first join. */
   private case object Boot extends Command
@@ -114,8 +116,10 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** When it last booted: its uptime, and how long it took to recover from an action's power cut. */
   private var bootedAt = shared.clock()
-  /** The action that took its power, until it is Reporting again: its recovery is that action's ([[Power]]). */
-  private var cutBy = Power.NoAction
+  /** The action that took its power, until it is Reporting again: its recovery is that action's
+    * ([[Power]]). A Short, which fits in the padding of the object as it was: an Int made every device 8 bytes larger.
+    */
+  private var cutBy: Short = Power.NoAction
   private var current = Discovering
   private var quiesced = false
   /** Joins or session openings failed in a row: the backoff grows with them. */
@@ -145,8 +149,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
             replyTo ! Done
           case Power(from, until, on, among, cause) =>
             if number >= from && number < until && among.contains(number) then
-              if !on && current != Off then powerOff(cause)
-              else if !on && cause == Power.NoAction then cutBy = cause // out of the fleet now: the action's end leaves it Off
+              if !on && current != Off then powerOff(cause.toShort)
+              else if !on && cause == Power.NoAction then cutBy = Power.NoAction // out of the fleet now: the action's end leaves it Off
               else if on && current == Off && cause == cutBy then
                 bootedAt = shared.clock()
                 boot()
@@ -337,7 +341,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Off, as when its power is cut: its session dropped, nothing sent, until powered on again. A new
     * epoch: replies to what it sent before are unread, whatever comes next.
     */
-  private def powerOff(cause: Int): Unit =
+  private def powerOff(cause: Short): Unit =
     epoch += 1
     closeSession()
     cutBy = cause

@@ -109,6 +109,8 @@ final class FleetRun private (
   }
 
   def act(action: RunAction, name: Option[String] = None): Future[Long] =
+    if acted.size >= Device.Power.MaxActions then
+      return Future.failed(IllegalStateException(s"a run takes at most ${Device.Power.MaxActions} actions, and this one has had them"))
     val reached = action match
       case RunAction.RestartStopped => devices.restartStopped()
       case RunAction.PowerCut(reach, _) => inFleet(reach)
