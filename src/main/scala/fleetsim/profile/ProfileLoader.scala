@@ -106,7 +106,7 @@ object ProfileLoader:
         positiveDuration(config, "connect-timeout").getOrElse(fail(value, s"connect-timeout must be a duration, like 5s"))
       }
 
-    def compile(context: FleetContext): CompiledProfile = ProfileCompiler(config, context, base, transport).profile
+    def compile(context: FleetContext): CompiledProfile = ProfileCompiler(config, context, base, ProfileSection.of(transport)).profile
 
   /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
   def parse(nameOrFile: String, settings: Config): Parsed =
