@@ -15,6 +15,8 @@ object HttpSection extends ProfileSection:
 
   private[profile] val keys: Set[String] = Set("connection", "join", "resume", "reactions", "connect-timeout", "ssh")
   private[profile] val described = "a device profile (MQTT's mqtt and pushes need transport = mqtt)"
+  private[profile] val profileIs = "describes HTTP calls"
+  private[profile] def needs(transport: String): String = "a profile of HTTP calls (paths instead of topics)"
   private[profile] val targetKeys: Set[String] = Set("path")
   private[profile] val bodyKeys: Seq[String] = Seq("json", "form", "text")
 

@@ -16,6 +16,8 @@ object MqttSection extends ProfileSection:
 
   private[profile] val keys: Set[String] = Set("mqtt", "pushes")
   private[profile] val described = "an MQTT device profile (its connection is its join)"
+  private[profile] val profileIs = "is for MQTT devices"
+  private[profile] def needs(transport: String): String = s"an MQTT profile (transport = $transport, topics instead of paths)"
   private[profile] val targetKeys: Set[String] = Set("topic", "qos", "retain", "url")
   private[profile] val bodyKeys: Seq[String] = Seq("json", "text")
 

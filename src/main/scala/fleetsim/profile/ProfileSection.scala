@@ -7,9 +7,10 @@ import fleetsim.transport.mqtt.MqttOptions
 /** A transport's own part of a device profile: the top-level keys only its profiles may have, what
   * its calls are (a request to a path, a publish to a topic) and may have, the identity fields it
   * adds, and what it compiles for its devices. The loader reads the rest and asks the profile's
-  * section for these. The sections, [[HttpSection]] and [[MqttSection]], live here rather than
-  * beside their transports: they compile with the loader's own parts, and this package imports what
-  * transport/mqtt and transport/ssh define for the devices.
+  * section for these. A kind supplies its section ([[ProfileTransport.profileSection]]). The
+  * sections, [[HttpSection]] and [[MqttSection]], live here rather than beside their transports:
+  * they compile with the loader's own parts, and this package imports what transport/mqtt and
+  * transport/ssh define for the devices.
   */
 trait ProfileSection:
   /** The top-level keys only its profiles may have. */
@@ -17,6 +18,12 @@ trait ProfileSection:
 
   /** A profile of it, as the refusal of a key it may not have says: "a device profile (...)". */
   private[profile] def described: String
+
+  /** How a refusal of a run over another section speaks of a profile of it: "describes HTTP calls". */
+  private[profile] def profileIs: String
+
+  /** What a run over `transport`, a transport of this section, needs of a profile, as its refusal of another section's says. */
+  private[profile] def needs(transport: String): String
 
   /** The keys that say where a call goes and how, besides what every call to a path or url may have. */
   private[profile] def targetKeys: Set[String]
@@ -37,9 +44,29 @@ trait ProfileSection:
   /** What its devices get of the profile, once its calls are compiled. */
   private[profile] def compile(root: Config, identity: Identity, kept: KeptValues, calls: CallCompiler): TransportParts
 
-object ProfileSection:
-  /** The section of a profile for `transport`: MQTT's, else HTTP's (any HTTP profile's devices may tunnel). */
-  def of(transport: Option[String]): ProfileSection = if transport.contains("mqtt") then MqttSection else HttpSection
+/** A transport as a device profile names it (`transport = mqtt`): what the loader needs of a kind
+  * ([[fleetsim.run.TransportKinds.Entry]]).
+  */
+trait ProfileTransport:
+  /** As a profile's `transport` and the command line name it. */
+  def name: String
+  /** The built-in profile its devices speak when the run names none. */
+  def defaultProfile: String
+  /** The part of a profile only profiles for it have, and how their calls compile. */
+  def profileSection: ProfileSection
+
+/** The transports a profile may name: the run's kinds ([[fleetsim.run.TransportKinds]]), as the loader is given them. */
+trait ProfileTransports[+T <: ProfileTransport]:
+  /** The transport a profile's `transport` names; None: none is named so. */
+  def named(name: String): Option[T]
+  /** Their names, as a mistake lists them: "http, ssh or mqtt". */
+  def listed: String
+
+object ProfileTransports:
+  /** No transport: a profile loaded so must name none, and its devices make HTTP calls. */
+  val Empty: ProfileTransports[Nothing] = new ProfileTransports[Nothing]:
+    def named(name: String): Option[Nothing] = None
+    def listed: String = "left out"
 
 /** What a transport's section gives the devices.
   *
