@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigFactory
 import fleetsim.device.{Call, DeviceProfile, First, Spread}
 import fleetsim.fleet.FleetSettings
 import fleetsim.profile.{FleetContext, ProfileLoader, Specimen, TemplateCall}
+import fleetsim.run.TransportKinds
 
 import java.io.PrintStream
 import java.nio.charset.StandardCharsets.UTF_8
@@ -29,7 +30,7 @@ object ProfileCommand:
     case "check" :: nameOrFile :: Nil =>
       val config = ConfigFactory.load()
       val fleet = settingsOf("profile")(FleetSettings(config)).copy(devices = 2)
-      val parsed = settingsOf("profile")(ProfileLoader.parse(nameOrFile, config))
+      val parsed = settingsOf("profile")(ProfileLoader.parse(nameOrFile, config, TransportKinds))
       val profile = settingsOf("profile")(parsed.compile(FleetContext(fleet, Some("ssh-ed25519 AAAA... (the run's key)"), config)))
       out.println(s"fleetsim: $nameOrFile is a valid device profile: message kinds ${profile.kinds.map(_.key).mkString(", ")}; " +
         s"kept per device: ${profile.registers} numbers (its schedule included) and ${profile.texts} texts")

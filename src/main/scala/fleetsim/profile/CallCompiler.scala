@@ -19,7 +19,7 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
     sshKey: Option[String]):
   import CallCompiler.*
   import ProfileChecks.*
-  import outline.{BodyKeys, mqtt}
+  import outline.BodyKeys
 
   private val kindsSoFar = mutable.ArrayBuffer.empty[MessageKind]
 
@@ -73,10 +73,7 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
     */
   def call(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
       notAdmitted: Set[Int]): TemplateCall =
-    if !mqtt then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "path")
-    // An MQTT device fetches a document over HTTP(S) by its URL, often one a push named: never through its session.
-    else if block.containsKey("url") then httpCall(block, kindOf, what, atJoin, message, notAdmitted, "url")
-    else MqttSection.publish(this, kept, block, kindOf, what, message)
+    outline.section.call(this, kept, block, kindOf, what, atJoin, message, notAdmitted)
 
   /** A reactions block: status -> reaction, checked now, made per call. */
   private def reactionsOf(block: ConfigObject, what: String): Map[Int, MessageKind => Reaction] =
@@ -207,7 +204,7 @@ private[profile] final class CallCompiler(root: Config, outline: Outline, identi
       if block.toConfig.hasPath("trailing-separator") && boolean(block.toConfig, "trailing-separator", s"$what.form-encoding") then "&" else ""
 
   /** An HTTP call to a path on the controller, or (`target` url) to an absolute URL. */
-  private def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
+  def httpCall(block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, atJoin: Boolean, message: Int,
       notAdmitted: Set[Int], target: String): TemplateCall =
     val c = block.toConfig
     if !c.hasPath(target) then fail(block, s"$what has no path: say what it calls, like path = \"/api/v1/devices/{{mac}}/heartbeat\"")

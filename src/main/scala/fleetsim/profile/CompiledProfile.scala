@@ -29,8 +29,6 @@ final class CompiledProfile(
     ssh: Option[(Slot, Slot)],
     forgotten: IndexedSeq[Slot],
     walks: Int,
-    /** The transport the profile asks for (http, ssh, mqtt); the command line's wins, but for mqtt. */
-    val transport: Option[String],
     /** What the profile keeps of a push; empty: it takes none. */
     pushKeeps: IndexedSeq[Keep],
     val pushedAt: Int,

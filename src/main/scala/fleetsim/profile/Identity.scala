@@ -14,8 +14,7 @@ import scala.jdk.CollectionConverters.*
 /** Who a profile's devices are: their number and MAC, its constants, its identity.csv's rows, its
   * weighted picks and fields built from others (`identity { ... }`), and the kept values a row seeds.
   */
-private[profile] final class Identity(root: Config, fleet: FleetSettings, base: Option[Path], outline: Outline, section: TransportSection,
-    slots: Slots):
+private[profile] final class Identity(root: Config, fleet: FleetSettings, base: Option[Path], outline: Outline, slots: Slots):
   import ProfileChecks.*
 
   /** Values every template may use as they are. */
@@ -67,7 +66,7 @@ private[profile] final class Identity(root: Config, fleet: FleetSettings, base: 
             fields(key) = weightedPick(key, o)
             identitySamples(key) = JsonBody.sampleOf(o.toConfig.getObject("pick").keySet.asScala.toSeq.sorted)
           case v => templated(key, String.valueOf(v.unwrapped), v, s"identity.$key")
-    for t <- section.identityTemplates(root) do templated(t.name, t.text, t.at, t.what)
+    for t <- outline.section.identityTemplates(root) do templated(t.name, t.text, t.at, t.what)
     fields.toMap
 
   /** How each identity field stands in when a JSON body is checked. */

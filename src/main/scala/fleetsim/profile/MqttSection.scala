@@ -6,25 +6,37 @@ import fleetsim.transport.mqtt.{MqttIdentity, MqttOptions}
 
 import scala.jdk.CollectionConverters.*
 
-/** MQTT's part of a device profile: its `mqtt` block (the session's options, and each device's
-  * client id, credentials and will), its `pushes` (the topics a device subscribes to), and its calls
-  * that publish to a topic.
+/** MQTT's part of a device profile, the MQTT kind's section: its `mqtt` block (the session's
+  * options, and each device's client id, credentials and will), its `pushes` (the topics a device
+  * subscribes to), and its calls that publish to a topic. Its devices make no join: their
+  * connection is it.
   */
-private[profile] object MqttSection extends TransportSection:
+object MqttSection extends ProfileSection:
   import ProfileChecks.*
 
-  val keys: Set[String] = Set("mqtt", "pushes")
+  private[profile] val keys: Set[String] = Set("mqtt", "pushes")
+  private[profile] val described = "an MQTT device profile (its connection is its join)"
+  private[profile] val profileIs = "is for MQTT devices"
+  private[profile] def needs(transport: String): String = s"an MQTT profile (transport = $transport, topics instead of paths)"
+  private[profile] val targetKeys: Set[String] = Set("topic", "qos", "retain", "url")
+  private[profile] val bodyKeys: Seq[String] = Seq("json", "text")
 
   /** A device's clientId: `mqtt.client-id`, its MAC unless it says. */
-  override def identityTemplates(root: Config): Seq[IdentityTemplate] =
+  private[profile] override def identityTemplates(root: Config): Seq[IdentityTemplate] =
     val (text, at) = if root.hasPath("mqtt.client-id") then (string(root, "mqtt.client-id"), root.getValue("mqtt.client-id")) else ("{{mac}}", root.root)
     Seq(IdentityTemplate("clientId", text, at, "mqtt.client-id"))
 
-  override def checkKeys(root: Config): Unit =
+  private[profile] override def checkKeys(root: Config): Unit =
     if root.hasPath("pushes") then keysOf(blockAt(root, "pushes", "pushes"), Set("topics", "qos", "keep"), "pushes")
 
+  /** A publish to a topic; or a document fetched over HTTP(S) by its url, often one a push named: never through its session. */
+  private[profile] def call(calls: CallCompiler, kept: KeptValues, block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String,
+      atJoin: Boolean, message: Int, notAdmitted: Set[Int]): TemplateCall =
+    if block.containsKey("url") then calls.httpCall(block, kindOf, what, atJoin, message, notAdmitted, "url")
+    else publish(calls, kept, block, kindOf, what, message)
+
   /** A device logs in with its client id; its connection is its session. */
-  def compile(root: Config, identity: Identity, kept: KeptValues, calls: CallCompiler): TransportParts =
+  private[profile] def compile(root: Config, identity: Identity, kept: KeptValues, calls: CallCompiler): TransportParts =
     val login = calls.compileCall("{{clientId}}", root.root, atJoin = false, Escape.None, "mqtt.client-id")
     TransportParts(login, None, Some(options(root, identity, calls)))
 
@@ -76,7 +88,7 @@ private[profile] object MqttSection extends TransportSection:
       inFlight, pushes.fold(1)(qosOf(_, "qos", "pushes", 1)), will.fold(1)(_._3), will.exists(_._4), names)
 
   /** An MQTT device's call: a publish to a topic, at QoS 0 or 1; it keeps nothing (a PUBACK says nothing). */
-  def publish(calls: CallCompiler, kept: KeptValues, block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
+  private def publish(calls: CallCompiler, kept: KeptValues, block: ConfigObject, kindOf: ConfigValue => MessageKind, what: String, message: Int): TemplateCall =
     val c = block.toConfig
     if !c.hasPath("topic") then fail(block, s"$what has no topic: say where it publishes, like topic = \"devices/{{clientId}}/telemetry\", or a url to fetch")
     Outline.HttpKeys.find(c.hasPath).foreach(k => failAt(c, k, s"$what.$k is for a call to a url; a publish has a topic, qos, retain, retry and a body"))

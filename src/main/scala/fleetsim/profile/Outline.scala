@@ -5,24 +5,18 @@ import fleetsim.HoconChecks.inFileOrder
 
 import scala.jdk.CollectionConverters.*
 
-/** A profile's outline, read before any of it is compiled: the top-level keys its transport lets it
-  * have (checked first), the keys a call may have, its messages and triggers in the file's order
-  * with the blocks of their calls, and every name a reply keeps.
+/** A profile's outline, read before any of it is compiled: the top-level keys its transport's
+  * section lets it have (checked first), the keys a call may have, its messages and triggers in the
+  * file's order with the blocks of their calls, and every name a reply keeps.
   */
-private[profile] final class Outline(root: Config, transport: Option[String], section: TransportSection):
+private[profile] final class Outline(root: Config, val section: ProfileSection):
   import Outline.HttpKeys
   import ProfileChecks.*
 
-  /** Devices that publish to topics over MQTT, rather than call paths over HTTP. */
-  val mqtt: Boolean = transport.contains("mqtt")
-  val BodyKeys: Seq[String] = if mqtt then Seq("json", "text") else Seq("json", "form", "text")
-  val CallKeys: Set[String] = (if mqtt then Set("name", "topic", "qos", "retain", "url") ++ HttpKeys else Set("name", "path") ++ HttpKeys) ++
-    BodyKeys + "retry"
-  /** What an HTTP profile may have and an MQTT one may not, besides its sections' keys. */
-  private val httpOnly = Set("connection", "join", "resume", "reactions", "connect-timeout")
-  keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++
-    (if mqtt then section.keys else httpOnly ++ section.keys),
-    if mqtt then "an MQTT device profile (its connection is its join)" else "a device profile (MQTT's mqtt and pushes need transport = mqtt)")
+  val BodyKeys: Seq[String] = section.bodyKeys
+  val CallKeys: Set[String] = Set("name") ++ section.targetKeys ++ HttpKeys ++ BodyKeys + "retry"
+  keysOf(root.root, Set("name", "transport", "identity", "constants", "messages", "triggers", "limits", "start-delay", "timeout") ++ section.keys,
+    section.described)
 
   lazy val messageBlocks: Seq[(String, ConfigObject)] = namedBlocks("messages")
   lazy val triggerBlocks: Seq[(String, ConfigObject)] = namedBlocks("triggers")

@@ -8,22 +8,20 @@ import java.nio.file.Path
   * when they are made, and its transport's section — read in that order, so that of several
   * mistakes a profile is always told the same one first.
   */
-private[profile] final class ProfileCompiler(root: Config, context: FleetContext, base: Option[Path], transport: Option[String]):
+private[profile] final class ProfileCompiler(root: Config, context: FleetContext, base: Option[Path], section: ProfileSection):
   import ProfileChecks.*
 
   private val slots = Slots()
-  private val section = TransportSection.of(transport)
-  private val outline = Outline(root, transport, section)
+  private val outline = Outline(root, section)
   private val name: String = if root.hasPath("name") then string(root, "name") else "profile"
-  private val identity = Identity(root, context.fleet, base, outline, section, slots)
+  private val identity = Identity(root, context.fleet, base, outline, slots)
   private val kept = KeptValues(root, outline, identity.seededColumns.map(_._1).toSet)
   private val calls = CallCompiler(root, outline, identity, kept, slots, context.sshKey)
   private val schedules = Schedules(root, outline, calls, kept)
 
   val profile: CompiledProfile =
-    if !outline.mqtt && !root.hasPath("join") then fail(root.root, "a device profile needs a join block: the call a device makes first")
     section.checkKeys(root)
-    val joinBlock = Option.when(!outline.mqtt)(blockAt(root, "join", "join"))
+    val joinBlock = Option.when(root.hasPath("join"))(blockAt(root, "join", "join"))
     val resumeBlock = Option.when(root.hasPath("resume"))(blockAt(root, "resume", "resume"))
     for (b, what) <- joinBlock.map(_ -> "join") ++ resumeBlock.map(_ -> "resume") do keysOf(b, outline.CallKeys + "not-admitted", what)
     if resumeBlock.isDefined && identity.seededColumns.isEmpty then
@@ -43,5 +41,5 @@ private[profile] final class ProfileCompiler(root: Config, context: FleetContext
     // Last, after the walks and the push's register: the registers placed once all are known.
     val registers = kept.placeLate(kept.walkBase + slots.count + pushes.size)
     CompiledProfile(name, calls.kinds, join, resume, messages, triggers, registers, kept.texts,
-      parts.login, parts.ssh, kept.forgotten, kept.walkBase, transport, pushes.getOrElse(IndexedSeq.empty), pushedAt,
+      parts.login, parts.ssh, kept.forgotten, kept.walkBase, pushes.getOrElse(IndexedSeq.empty), pushedAt,
       parts.mqtt, seeds, startDelay)

@@ -43,27 +43,32 @@ object ProfileLoader:
     }
 
   /** A profile read but not compiled yet: what the run needs to know before it can compile it. */
-  final class Parsed private[ProfileLoader] (val name: String, config: Config, base: Option[Path]):
-    /** The transport the profile asks for, if any: needed before it is compiled, so checked here. */
-    val transport: Option[String] = Option.when(config.hasPath("transport"))(config.getValue("transport")).map { value =>
-      value.unwrapped match
-        case t @ ("http" | "ssh" | "mqtt") => t.asInstanceOf[String]
-        case other => fail(value, s"transport must be http, ssh or mqtt (got '$other')")
+  final class Parsed[+T <: ProfileTransport] private[ProfileLoader] (val name: String, config: Config, base: Option[Path],
+      transports: ProfileTransports[T]):
+    /** The transport the profile names, if any: needed before it is compiled, so checked here. */
+    val transport: Option[T] = Option.when(config.hasPath("transport"))(config.getValue("transport")).map { value =>
+      val named = String.valueOf(value.unwrapped)
+      transports.named(named).getOrElse(fail(value, s"transport must be ${transports.listed} (got '$named')"))
     }
+    /** Its section: its transport's; a profile that names none makes HTTP calls. */
+    private val section = transport.fold(HttpSection)(_.profileSection)
     private val connection = Option.when(config.hasPath("connection"))(config.getValue("connection"))
 
-    /** Its devices speak MQTT: they publish to topics, and their connection is their join. */
-    def mqtt: Boolean = transport.contains("mqtt")
-
-    /** The profile's transport, checked against the one the command line asks for. */
-    def transportFor(asked: Option[String]): String = (asked, transport) match
-      case (Some("mqtt"), Some(own)) if own != "mqtt" =>
-        failAt(config, "transport", s"profile $name is for $own devices, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
-      case (Some("mqtt"), None) =>
-        throw ProfileError(s"profile $name describes HTTP calls, and --transport mqtt needs an MQTT profile (transport = mqtt, topics instead of paths), like the built-in iot-mqtt")
-      case (Some(other), Some("mqtt")) if other != "mqtt" =>
-        failAt(config, "transport", s"profile $name is for MQTT devices: run it with --transport mqtt, not $other")
-      case _ => asked.orElse(transport).getOrElse("http")
+    /** The transport a run of it has: the command line's (`asked`), else its own, else the run's
+      * `default`. The one asked for must have its section: an HTTP profile's devices may tunnel
+      * (--transport ssh), but they cannot publish.
+      */
+    def transportFor[K >: T <: ProfileTransport](asked: Option[K], default: K): K =
+      for other <- asked if other.profileSection ne section do
+        transport match
+          // A profile that is not of HTTP calls is told which transport it runs with; any other, what the one asked needs.
+          case Some(own) if section ne HttpSection =>
+            failAt(config, "transport", s"profile $name ${section.profileIs}: run it with --transport ${own.name}, not ${other.name}")
+          case _ =>
+            val message = s"profile $name ${transport.fold(section.profileIs)(own => s"is for ${own.name} devices")}, " +
+              s"and --transport ${other.name} needs ${other.profileSection.needs(other.name)}, like the built-in ${other.defaultProfile}"
+            if transport.isDefined then failAt(config, "transport", message) else throw ProfileError(message)
+      asked.orElse(transport).getOrElse(default)
 
     /** How the devices share connections: what the profile says, else shared, unless something
       * that identifies a device lives in its connection (`identity`, the flag that asks for it).
@@ -106,10 +111,12 @@ object ProfileLoader:
         positiveDuration(config, "connect-timeout").getOrElse(fail(value, s"connect-timeout must be a duration, like 5s"))
       }
 
-    def compile(context: FleetContext): CompiledProfile = ProfileCompiler(config, context, base, transport).profile
+    def compile(context: FleetContext): CompiledProfile = ProfileCompiler(config, context, base, section).profile
 
-  /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings. */
-  def parse(nameOrFile: String, settings: Config): Parsed =
+  /** A built-in profile by name, or a file by path, with its ${...} resolved against the run's settings;
+    * its `transport` one of `transports` (the run's kinds).
+    */
+  def parse[T <: ProfileTransport](nameOrFile: String, settings: Config, transports: ProfileTransports[T]): Parsed[T] =
     val (parsed, base) =
       if BuiltIn.contains(nameOrFile) then
         ConfigFactory.parseResources(resource(nameOrFile), ConfigParseOptions.defaults.setAllowMissing(false)) -> None
@@ -131,6 +138,7 @@ object ProfileLoader:
       catch
         case e: ConfigException =>
           throw ProfileError(s"${e.getMessage.linesIterator.next().take(300)} (a $${...} must name a setting, or use $${?NAME} for an optional environment variable)")
-    new Parsed(nameOrFile, resolved, base.map(_.toPath))
+    new Parsed(nameOrFile, resolved, base.map(_.toPath), transports)
 
-  def load(nameOrFile: String, context: FleetContext): CompiledProfile = parse(nameOrFile, context.settings).compile(context)
+  /** A profile that names no transport (its devices make HTTP calls), compiled without a run's kinds: as the devices' tests load one. */
+  def load(nameOrFile: String, context: FleetContext): CompiledProfile = parse(nameOrFile, context.settings, ProfileTransports.Empty).compile(context)

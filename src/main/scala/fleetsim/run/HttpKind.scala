@@ -1,6 +1,7 @@
 package fleetsim.run
 
 import com.typesafe.config.Config
+import fleetsim.profile.{HttpSection, ProfileSection}
 
 /** Devices that call the controller over the fleet's HTTP(S) connections, and hold no session of their own. */
 final class HttpKind extends TransportKind:
@@ -15,4 +16,5 @@ final class HttpKind extends TransportKind:
   def parts(made: FleetParts.Making): TransportKind.Parts = TransportKind.Parts(made.controller)
 
 object HttpKind extends TransportKinds.Entry("http", defaultProfile = "ap-v1", help = ""):
+  def profileSection: ProfileSection = HttpSection
   def read(config: Config): TransportKind = HttpKind()

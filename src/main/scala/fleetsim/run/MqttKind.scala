@@ -5,6 +5,7 @@ import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState
 import fleetsim.fleet.DescriptorBudget
 import fleetsim.metrics.{MetricsSnapshot, TunnelSample}
+import fleetsim.profile.{MqttSection, ProfileSection}
 import fleetsim.report.{MqttSummary, Summary}
 import fleetsim.tls.{FleetTls, MqttTls}
 import fleetsim.transport.mqtt.MqttSessions
@@ -61,6 +62,7 @@ final class MqttKind(val broker: Option[String], val maxConnects: Int) extends T
     summary.copy(mqtt = Some(MqttSummary(t.opened, upAtEnd, metrics.reconnects, Summary.failures(t.failures), Summary.latencySummary(t.overall))))
 
 object MqttKind extends TransportKinds.Entry("mqtt", defaultProfile = "iot-mqtt", help = "a connection per device to a broker"):
+  def profileSection: ProfileSection = MqttSection
   private def broker(config: Config) = Option(config.getString("fleetsim.mqtt.broker")).filter(_.nonEmpty).map(_.stripSuffix("/"))
   private def maxConnects(config: Config) = config.getInt("fleetsim.mqtt.max-connects")
 

@@ -72,14 +72,13 @@ object RunSettings:
     // The command line's transport, else the profile's: the profile is parsed first to know which.
     val asked = Option(config.getString("fleetsim.fleet.transport")).filter(_.nonEmpty).map { name =>
       TransportKinds.named(name).getOrElse(
-        throw IllegalArgumentException(s"fleetsim.fleet.transport must be ${TransportKinds.either(TransportKinds.names)} (got '$name')"))
+        throw IllegalArgumentException(s"fleetsim.fleet.transport must be ${TransportKinds.listed} (got '$name')"))
     }
     val profileName = Option(config.getString("fleetsim.device-profile")).filter(_.nonEmpty)
       .getOrElse(asked.getOrElse(TransportKinds.default).defaultProfile)
-    val parsed = ProfileLoader.parse(profileName, config)
-    // The profile checks its own transport key against the names and the one asked for.
-    val kind = TransportKinds.named(parsed.transportFor(asked.map(_.name)))
-      .getOrElse(throw IllegalStateException(s"profile $profileName passed a transport no kind is named"))
+    val parsed = ProfileLoader.parse(profileName, config, TransportKinds)
+    // The profile checks its own transport key against the kinds, and the one asked for against its section.
+    val kind = parsed.transportFor(asked, TransportKinds.default)
     val transport = kind.read(config)
     TransportKinds.all.foreach(entry => entry.check(config, chosen = entry eq kind))
     val sourceIps = Option(config.getString("fleetsim.http.source-ips")).filter(_.nonEmpty).map { text =>

@@ -4,6 +4,7 @@ import com.typesafe.config.Config
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState
 import fleetsim.metrics.{MetricsSnapshot, TunnelSample}
+import fleetsim.profile.{HttpSection, ProfileSection}
 import fleetsim.report.{Summary, TunnelsSummary}
 import fleetsim.transport.ssh.{HostKeys, SshSettings, SshTunnels}
 import org.apache.pekko.actor.typed.ActorSystem
@@ -42,4 +43,6 @@ final class SshKind(val ssh: SshSettings) extends TransportKind:
     summary.copy(tunnels = Some(TunnelsSummary(t.opened, upAtEnd, t.retunnels, Summary.failures(t.failures), Summary.latencySummary(t.overall))))
 
 object SshKind extends TransportKinds.Entry("ssh", defaultProfile = "ap-v1", help = "a tunnel per device"):
+  /** Its devices' calls are HTTP's, through their tunnels; the section's ssh block says where those go. */
+  def profileSection: ProfileSection = HttpSection
   def read(config: Config): TransportKind = SshKind(SshSettings(config))

@@ -4,6 +4,7 @@ import com.typesafe.config.Config
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.fleet.DescriptorBudget
 import fleetsim.metrics.{MetricsSnapshot, SessionFigures, TunnelSample}
+import fleetsim.profile.{ProfileTransport, ProfileTransports}
 import fleetsim.report.{SessionsSection, Summary}
 import fleetsim.transport.{ConnectionMode, IoThreads, Sessions, Transport}
 import org.apache.pekko.actor.typed.ActorSystem
@@ -17,9 +18,10 @@ import scala.concurrent.Future
   *
   * A new kind is one file beside [[HttpKind]], [[SshKind]] and [[MqttKind]] and one line in
   * [[TransportKinds.all]]. What it may also touch: a section of its own in [[fleetsim.report.Summary]]
-  * (a field of summary.json, and its line in `Summary.render`), its profile section (profile/TransportSection: the
-  * profile loader's `transport` key and its sections still list the names), and the launcher's heap guess
-  * (`./fleetsim`, a shell script that reads the command line before any JVM starts).
+  * (a field of summary.json, and its line in `Summary.render`), a profile section of its own when
+  * its profiles differ from HTTP's ([[fleetsim.profile.ProfileSection]], beside
+  * [[fleetsim.profile.MqttSection]]), and the launcher's heap guess (`./fleetsim`, a shell script
+  * that reads the command line before any JVM starts).
   */
 trait TransportKind extends SessionFigures with SessionsSection:
   /** What the registry knows of this kind before a run's config is read. */
@@ -79,14 +81,14 @@ object TransportKind:
     */
   final case class Parts(direct: Transport, sessions: Option[Sessions] = None, io: Option[IoThreads] = None)
 
-/** The kinds, by name: the one list of them. */
-object TransportKinds:
+/** The kinds, by name: the one list of them, which the profile loader is given for a profile's `transport`. */
+object TransportKinds extends ProfileTransports[TransportKinds.Entry]:
   /** A kind as the registry knows it before a run's config is read: its name, the device profile its
-    * devices speak when the run names none, and how its settings are read.
+    * devices speak when the run names none, the section its profiles have, and how its settings are read.
     *
     * @param help what `--help` says of it after its name, or ""
     */
-  abstract class Entry(val name: String, val defaultProfile: String, val help: String):
+  abstract class Entry(val name: String, val defaultProfile: String, val help: String) extends ProfileTransport:
     /** The kind with its settings, read from the run's config; a mistake as IllegalArgumentException. */
     def read(config: Config): TransportKind
     /** Checks this kind's own settings in a run of any kind: `chosen` when the run is of this kind. */
@@ -103,6 +105,8 @@ object TransportKinds:
 
   /** "a, b or c". */
   def either(words: Seq[String]): String = if words.size < 2 then words.mkString else words.init.mkString(", ") + " or " + words.last
+
+  val listed: String = either(names)
 
   /** What the transport flag's help says of the kinds: "http, ssh (a tunnel per device) or ...". */
   def described: String = either(all.map(e => if e.help.isEmpty then e.name else s"${e.name} (${e.help})"))
