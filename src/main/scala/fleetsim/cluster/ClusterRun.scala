@@ -142,7 +142,9 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
     ClusterRun.agents().foreach(_.foreach(_ ! NodeAgent.RestartStopped(plan.id)))
     byNode.values.map(_.byState.getOrElse(DeviceState.Stopped, 0L)).sum
 
-  def power(switch: fleetsim.device.Device.Power): Unit = asked.asScala.foreach(_ ! NodeAgent.Power(plan.id, switch))
+  def switch(switch: fleetsim.device.Device.Switch): Unit = asked.asScala.foreach(_ ! NodeAgent.Switch(plan.id, switch))
+  def network(action: Int, reach: fleetsim.control.Reach, fault: Option[fleetsim.transport.NetworkFault]): Unit =
+    asked.asScala.foreach(_ ! NodeAgent.Network(plan.id, action, reach, fault))
 
   def resize(devices: Int, rate: Double): Unit =
     val resize = NodeAgent.Resize(plan.id, devices, rate)

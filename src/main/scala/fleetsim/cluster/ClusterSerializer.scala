@@ -2,7 +2,8 @@ package fleetsim.cluster
 
 import fleetsim.device.{Device, DeviceState, Selection}
 import fleetsim.metrics.*
-import fleetsim.transport.FailureReason
+import fleetsim.control.Reach
+import fleetsim.transport.{FailureReason, NetworkFault}
 import org.apache.pekko.actor.ExtendedActorSystem
 import org.apache.pekko.actor.typed.scaladsl.adapter.*
 import org.apache.pekko.actor.typed.{ActorRef, ActorRefResolver}
@@ -10,6 +11,7 @@ import org.apache.pekko.serialization.SerializerWithStringManifest
 
 import java.io.{ByteArrayInputStream, ByteArrayOutputStream, DataInputStream, DataOutputStream}
 import scala.collection.immutable.ListMap
+import scala.concurrent.duration.*
 
 /** Writes [[ClusterMessage]]s as compact binary: every node runs the same build, so the enums'
   * orders agree. Times travel as HdrHistogram's compressed encoding, so nodes' figures add up
@@ -29,7 +31,8 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
     case _: NodeAgent.Finish => "finish"
     case _: NodeAgent.RestartStopped => "restart"
     case _: NodeAgent.Resize => "resize"
-    case _: NodeAgent.Power => "power"
+    case _: NodeAgent.Switch => "switch"
+    case _: NodeAgent.Network => "network"
     case _: NodeDone => "done"
     case DeviceBlock.Start => "start"
     case DeviceBlock.Stop => "stop"
@@ -49,11 +52,17 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.RestartStopped(run) => out.writeUTF(run)
       case NodeAgent.Resize(run, devices, rate) => out.writeUTF(run); out.writeInt(devices); out.writeDouble(rate)
-      case NodeAgent.Power(run, Device.Power(from, until, on, among, cause)) =>
-        out.writeUTF(run); out.writeInt(from); out.writeInt(until); out.writeBoolean(on); out.writeInt(cause)
-        among match
-          case Selection.All => out.writeByte(0)
-          case Selection.Slice(from, until, seed) => out.writeByte(1); out.writeDouble(from); out.writeDouble(until); out.writeLong(seed)
+      case NodeAgent.Switch(run, switch) =>
+        out.writeUTF(run); writeReach(out, Reach(switch.from, switch.until, switch.among)); out.writeInt(switch.cause)
+        switch match
+          case p: Device.Power => out.writeByte(0); out.writeBoolean(p.on)
+          case a: Device.Affect => out.writeByte(1); out.writeByte(a.phase.ordinal)
+      case NodeAgent.Network(run, action, reach, fault) =>
+        out.writeUTF(run); out.writeInt(action); writeReach(out, reach)
+        fault match
+          case None => out.writeByte(0)
+          case Some(NetworkFault.Partition) => out.writeByte(1)
+          case Some(NetworkFault.Degrade(latency, loss)) => out.writeByte(2); out.writeLong(latency.toNanos); out.writeDouble(loss)
       case NodeDone(node) => out.writeUTF(node)
       case DeviceBlock.Start | DeviceBlock.Stop => ()
       case other => throw IllegalArgumentException(s"not a cluster message: ${other.getClass}")
@@ -73,14 +82,31 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
       case "restart" => NodeAgent.RestartStopped(in.readUTF())
       case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt(), in.readDouble())
-      case "power" =>
-        val (run, from, until, on, cause) = (in.readUTF(), in.readInt(), in.readInt(), in.readBoolean(), in.readInt())
-        val among = if in.readByte() == 0 then Selection.All else Selection.Slice(in.readDouble(), in.readDouble(), in.readLong())
-        NodeAgent.Power(run, Device.Power(from, until, on, among, cause))
+      case "switch" =>
+        val (run, reach, cause) = (in.readUTF(), readReach(in), in.readInt())
+        NodeAgent.Switch(run,
+          if in.readByte() == 0 then Device.Power(reach.from, reach.until, in.readBoolean(), reach.among, cause)
+          else Device.Affect(reach.from, reach.until, reach.among, cause, Device.Affect.Phase.fromOrdinal(in.readByte())))
+      case "network" =>
+        val (run, action, reach) = (in.readUTF(), in.readInt(), readReach(in))
+        val fault = in.readByte() match
+          case 0 => None
+          case 1 => Some(NetworkFault.Partition)
+          case _ => Some(NetworkFault.Degrade(in.readLong().nanos, in.readDouble()))
+        NodeAgent.Network(run, action, reach, fault)
       case "done" => NodeDone(in.readUTF())
       case "start" => DeviceBlock.Start
       case "stop" => DeviceBlock.Stop
       case other => throw IllegalArgumentException(s"unknown cluster message '$other'")
+
+  private def writeReach(out: DataOutputStream, reach: Reach): Unit =
+    out.writeInt(reach.from); out.writeInt(reach.until)
+    reach.among match
+      case Selection.All => out.writeByte(0)
+      case Selection.Slice(from, until, seed) => out.writeByte(1); out.writeDouble(from); out.writeDouble(until); out.writeLong(seed)
+  private def readReach(in: DataInputStream): Reach =
+    val (from, until) = (in.readInt(), in.readInt())
+    Reach(from, until, if in.readByte() == 0 then Selection.All else Selection.Slice(in.readDouble(), in.readDouble(), in.readLong()))
 
   private def ref(out: DataOutputStream, r: ActorRef[?]): Unit = out.writeUTF(resolver.toSerializationFormat(r))
   private def ref[T](in: DataInputStream): ActorRef[T] = resolver.resolveActorRef[T](in.readUTF())

@@ -24,8 +24,8 @@ object DeviceBlock:
   case object RestartStopped extends Command
   /** The fleet is resized to `devices`: the block keeps those of its devices numbered below, growing at `rate` a second. */
   final case class Resize(devices: Int, rate: Double) extends Command
-  /** Its devices the switch names power off or on ([[fleetsim.device.Device.Power]]). */
-  final case class Power(switch: fleetsim.device.Device.Power) extends Command
+  /** Tells its devices the switch names ([[fleetsim.device.Device.Switch]]). */
+  final case class Switch(switch: fleetsim.device.Device.Switch) extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
   final case class Finish(replyTo: ActorRef[Done]) extends Command
   /** From the node: the run's parts, once the node has them. */
@@ -72,8 +72,8 @@ object DeviceBlock:
           case RestartStopped =>
             devices.foreach(_ ! Fleet.RestartStopped)
             Behaviors.same
-          case Power(switch) =>
-            devices.foreach(_ ! Fleet.Power(switch))
+          case Switch(switch) =>
+            devices.foreach(_ ! Fleet.Switch(switch))
             Behaviors.same
           case Resize(fleet, rate) =>
             target = local(fleet)

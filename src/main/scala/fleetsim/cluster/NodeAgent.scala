@@ -41,8 +41,11 @@ object NodeAgent:
   final case class RestartStopped(run: String) extends Command with ClusterMessage
   /** The run's fleet is resized to `devices`: each block here keeps its devices numbered below, growing at `rate` a second. */
   final case class Resize(run: String, devices: Int, rate: Double) extends Command with ClusterMessage
-  /** The run's devices the switch names power off or on ([[fleetsim.device.Device.Power]]). */
-  final case class Power(run: String, switch: fleetsim.device.Device.Power) extends Command with ClusterMessage
+  /** Tells the run's devices the switch names ([[fleetsim.device.Device.Switch]]). */
+  final case class Switch(run: String, switch: fleetsim.device.Device.Switch) extends Command with ClusterMessage
+  /** Starts (`fault` given) or ends action `action`'s fault on the network of the run's devices `reach` names, here. */
+  final case class Network(run: String, action: Int, reach: fleetsim.control.Reach, fault: Option[fleetsim.transport.NetworkFault])
+      extends Command with ClusterMessage
   final case class BlockUp(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   final case class BlockDown(run: String, block: ActorRef[DeviceBlock.Command]) extends Command
   private final case class MemberGone(address: String) extends Command
@@ -108,8 +111,11 @@ object NodeAgent:
       case RestartStopped(run) =>
         blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.RestartStopped)
         Behaviors.same
-      case Power(run, switch) =>
-        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Power(switch))
+      case Switch(run, switch) =>
+        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Switch(switch))
+        Behaviors.same
+      case Network(run, action, reach, fault) =>
+        for r <- runs.get(run) do fault.fold(r.parts.faults.end(action))(r.parts.faults.start(action, reach.contains, _))
         Behaviors.same
       case resize @ Resize(run, devices, rate) =>
         resized += run -> resize

@@ -38,12 +38,30 @@ enum RunAction(val kind: String):
     * each is Off for `down`, then comes back as after a reboot (a firmware rollout's reboots).
     */
   case RebootWave(share: Double, seed: Long, over: FiniteDuration, down: FiniteDuration) extends RunAction("reboot-wave")
+  /** The devices `reached` are cut off on the fleet's side of the network for `lasting`: their
+    * sessions drop, their calls and session opens fail after their timeout, whatever the controller or broker.
+    */
+  case Partition(reached: Reach, lasting: FiniteDuration) extends RunAction("partition")
+  /** The devices `reached` have a bad link for `lasting`: each call waits `latency` more, and a share
+    * `loss` (0 to 1) of them is lost.
+    */
+  case Degrade(reached: Reach, latency: FiniteDuration, loss: Double, lasting: FiniteDuration) extends RunAction("degrade")
+  /** The embedded reference controller misbehaves for `lasting`: a share of its replies fail (500),
+    * are throttled (429), and every reply waits `latency` more (docs/faults.md).
+    */
+  case ControllerFault(errorRate: Double, throttleRate: Double, latency: FiniteDuration, lasting: FiniteDuration)
+      extends RunAction("controller-fault")
+  /** The embedded broker drops every MQTT connection at once, as a broker fail-over does. */
+  case BrokerDrop extends RunAction("broker-drop")
 
-  /** How long it acts, from its start: until the last of its devices is powered on again. */
+  /** How long it acts, from its start: until the last of its devices is powered on again, or its fault ends. */
   def span: FiniteDuration = this match
-    case RestartStopped => Duration.Zero
+    case RestartStopped | BrokerDrop => Duration.Zero
     case PowerCut(_, outage) => outage
     case RebootWave(_, _, over, down) => over + down
+    case Partition(_, lasting) => lasting
+    case Degrade(_, _, _, lasting) => lasting
+    case ControllerFault(_, _, _, lasting) => lasting
 
 /** The devices an action reaches: those numbered `from` until `until`, `among` those selected. */
 final case class Reach(from: Int, until: Int, among: Selection):

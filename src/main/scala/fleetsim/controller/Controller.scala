@@ -24,6 +24,8 @@ final class Controller private (val registry: Registry, routes: ControllerRoutes
   def counts: ControllerCounts = routes.counts
   /** Devices of the ap-agent and iot-telemetry dialects that applied the current config. */
   def dialectsUpToDate: Int = routes.dialectsUpToDate
+  /** Sets its fault switches, as `PUT /admin/faults` does (docs/faults.md). */
+  def inject(faults: Faults): Unit = routes.inject(faults)
 
   /** Stops accepting, and closes open connections and SSH sessions after a short grace period. */
   def stop(): Future[Done] =

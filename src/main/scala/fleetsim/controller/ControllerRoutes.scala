@@ -31,6 +31,8 @@ final class ControllerRoutes(registry: Registry, settings: ControllerSettings):
 
   /** Devices of the other dialects (ap-agent and ap-shell, iot-telemetry) that applied the current config. */
   def dialectsUpToDate: Int = dialects.upToDate
+  /** Sets the fault switches, as `PUT /admin/faults` does. */
+  def inject(f: Faults): Unit = faults.set(f)
 
   val route: Route =
     val all = concat(

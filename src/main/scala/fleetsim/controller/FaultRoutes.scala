@@ -19,6 +19,9 @@ import scala.concurrent.{Future, Promise}
 private final class FaultRoutes(registry: Registry, gateway: () => Option[SshGateway], broker: () => Option[MqttBroker]):
   @volatile private var faults = Faults()
 
+  /** Sets the fault switches, as `PUT /admin/faults` does. */
+  def set(f: Faults): Unit = faults = f
+
   /** Applies the fault switches: added latency first, then an injected 500 at the error rate, then
     * a 429 with Retry-After at the throttle rate; each injected error counted under `kind`.
     */

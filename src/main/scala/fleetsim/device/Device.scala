@@ -32,22 +32,44 @@ object Device:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** A Stopped device starts again, as after a reboot; any other ignores it. */
   case object Restart extends Command
-  /** Devices numbered `from` until `until` and `among` those selected power off (`on` false: they drop
-    * their session without a word and wait, Off) or, if Off for the same `cause`, on again, as after a
-    * reboot; the others ignore it. The fleet resizes and cuts power with it; one message for a group of
-    * devices, not one each.
-    *
-    * @param cause the run's action that switches them, numbered from 0 ([[Power.NoAction]] for a resize): a device
-    *              powered on by an action reports how long it took to be Reporting again as that
-    *              action's recovery ([[DeviceEvents.recovered]]); an action's power-on never powers on
-    *              a device another took out, and a resize takes over a device an action took out.
+  /** What the fleet tells the devices numbered `from` until `until`, `among` those selected, in one
+    * message for a group of devices, not one each; the others ignore it. `cause` is the run's action
+    * it comes from, numbered from 0, or [[Switch.NoAction]] (a resize): a device an action reaches
+    * owes that action a recovery, and reports it when it is Reporting again
+    * ([[DeviceEvents.recovered]]). A device takes part in one action's recovery at a time.
     */
-  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All, cause: Int = Power.NoAction) extends Command
-  object Power:
+  sealed trait Switch extends Command:
+    def from: Int
+    def until: Int
+    def among: Selection
+    def cause: Int
+    /** The same, for the devices numbered `from` until `until`. */
+    def within(from: Int, until: Int): Switch
+    def reaches(number: Int): Boolean = number >= from && number < until && among.contains(number)
+  object Switch:
     /** The cause of a resize's switches: no action's. */
     val NoAction: Short = -1
-    /** The most actions a run numbers: a device keeps the one that cut its power in a Short. */
-    val MaxActions: Int = Short.MaxValue
+    /** The most actions a run numbers: a device keeps the one it owes a recovery in a Short, with a bit for how it is timed. */
+    val MaxActions: Int = 0x3fff
+
+  /** Power off (`on` false: drop the session without a word and wait, Off) or, if Off for the same
+    * `cause`, on again, as after a reboot. The fleet resizes and cuts power with it. A device powered
+    * on by an action times its recovery from its power-on; an action's power-on never powers on a
+    * device another took out, and a resize takes over a device an action took out.
+    */
+  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All, cause: Int = Switch.NoAction) extends Switch:
+    def within(from: Int, until: Int): Power = copy(from = from, until = until)
+
+  /** An action on the fleet's side that reaches the devices without touching them — a network fault on
+    * their transport, their broker dropping them. At its `Start` a device in the fleet owes it a
+    * recovery, timed from the action's end: at its `End` (a fault lifted; a device still Reporting
+    * then has recovered at once), or its `Moment` (a drop: what is timed from, nothing settled).
+    */
+  final case class Affect(from: Int, until: Int, among: Selection, cause: Int, phase: Affect.Phase) extends Switch:
+    def within(from: Int, until: Int): Affect = copy(from = from, until = until)
+  object Affect:
+    enum Phase:
+      case Start, End, Moment
 
   /** The boot delay is over: the first join. */
   private case object Boot extends Command
@@ -80,6 +102,7 @@ object Device:
     * @param wheel wakes the devices for their periodic sends and retries
     * @param clock nanoseconds on the wheel's clock (System.nanoTime; a test's manual time)
     * @param dispatchers device i runs on dispatcher i % size ([[DeviceDispatcher]]); none = Pekko's default
+    * @param ends when this process's devices heard each action on the fleet's side end ([[Affect]])
     */
   final case class Shared(
       profile: DeviceProfile,
@@ -90,7 +113,8 @@ object Device:
       wheel: TimingWheel,
       random: RandomGenerator,
       clock: () => Long = () => System.nanoTime(),
-      dispatchers: IndexedSeq[String] = IndexedSeq.empty):
+      dispatchers: IndexedSeq[String] = IndexedSeq.empty,
+      ends: ActionEnds = ActionEnds()):
     require(profile.messages.size <= due.size, s"a profile may have at most ${due.size} periodic messages")
     require(profile.join.isDefined || sessions.isDefined, s"profile ${profile.name} joins by opening a session, and the fleet opens none")
     /** The periodic message a kind belongs to, by kind index; -1 for the join's and triggers' kinds. */
@@ -109,6 +133,9 @@ object Device:
 
   private val log = LoggerFactory.getLogger(classOf[Device])
 
+  /** Set in the action a device owes a recovery when it is timed from the action's end ([[Affect]]). */
+  private val Affected = 0x4000
+
 private final class Device(val number: Int, shared: Device.Shared) extends Actor with DeviceScope:
   import Device.*
   import DeviceState.*
@@ -116,10 +143,11 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** When it last booted: its uptime, and how long it took to recover from an action's power cut. */
   private var bootedAt = shared.clock()
-  /** The action that took its power, until it is Reporting again: its recovery is that action's
-    * ([[Power]]). A Short, which fits in the padding of the object as it was: an Int made every device 8 bytes larger.
+  /** The action it owes a recovery, until it is Reporting again ([[Switch]]): the action's number,
+    * with [[Affected]] set when it is timed from the action's end rather than from the device's
+    * power-on. A Short, which fits in the padding of the object as it was: an Int made every device 8 bytes larger.
     */
-  private var cutBy: Short = Power.NoAction
+  private var cutBy: Short = Switch.NoAction
   private var current = Discovering
   private var quiesced = false
   /** Joins or session openings failed in a row: the backoff grows with them. */
@@ -147,13 +175,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
           case Quiesce(replyTo) =>
             quiesced = true
             replyTo ! Done
-          case Power(from, until, on, among, cause) =>
-            if number >= from && number < until && among.contains(number) then
-              if !on && current != Off then powerOff(cause.toShort)
-              else if !on && cause == Power.NoAction then cutBy = Power.NoAction // out of the fleet now: the action's end leaves it Off
-              else if on && current == Off && cause == cutBy then
-                bootedAt = shared.clock()
-                boot()
+          case switch: Switch if switch.reaches(number) => switched(switch)
           case _ =>
             current match
               case Discovering => discovering(command)
@@ -338,6 +360,32 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     enter(Stopped)
     events.halted(reason)
 
+  /** A switch that reaches this device: its power, or an action on the fleet's side. */
+  private def switched(switch: Switch): Unit = switch match
+    case Power(_, _, on, _, cause) =>
+      if !on && current != Off then powerOff(cause.toShort)
+      else if !on && cause == Switch.NoAction then cutBy = Switch.NoAction // out of the fleet now: the action's end leaves it Off
+      else if on && current == Off && cause == cutBy then
+        bootedAt = shared.clock()
+        boot()
+    case Affect(_, _, _, cause, phase) =>
+      val owes = (cause | Affected).toShort
+      if phase == Affect.Phase.Start && cutBy == Switch.NoAction && current != Off then
+        cutBy = owes
+        events.cut(cause)
+      if phase != Affect.Phase.Start then shared.ends.stamp(cause, shared.clock())
+      if phase == Affect.Phase.End && cutBy == owes && current == Reporting then
+        events.recovered(cause, 0)
+        cutBy = Switch.NoAction
+
+  /** Reporting again: the recovery owed, timed from its power-on or from the action's end. */
+  private def recovered(): Unit =
+    val action = cutBy & ~Affected
+    val timed = (cutBy & Affected) == 0
+    if timed || shared.ends.has(action) then // else an action on the fleet's side that is not over yet: the device is owed still
+      events.recovered(action, shared.clock() - (if timed then bootedAt else shared.ends.of(action)))
+      cutBy = Switch.NoAction
+
   /** Off, as when its power is cut: its session dropped, nothing sent, until powered on again. A new
     * epoch: replies to what it sent before are unread, whatever comes next.
     */
@@ -346,7 +394,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     closeSession()
     cutBy = cause
     enter(Off)
-    if cause != Power.NoAction then events.poweredOff(cause)
+    if cause != Switch.NoAction then events.cut(cause)
 
   /** A backoff's wake-up: one more failure in a row, one more join. */
   private def joinAgain(): Unit =
@@ -481,9 +529,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     if current != next then
       events.moved(Some(current), next)
       current = next
-      if next == Reporting && cutBy != Power.NoAction then
-        events.recovered(cutBy, shared.clock() - bootedAt)
-        cutBy = Power.NoAction
+      if next == Reporting && cutBy != Switch.NoAction then recovered()
 
   private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
 

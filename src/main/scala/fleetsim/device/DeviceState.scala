@@ -31,7 +31,16 @@ trait DeviceEvents:
   def pushed(): Unit
   /** A push's configuration was applied and acknowledged this long after the push arrived. */
   def pushAcknowledged(nanos: Long): Unit
-  /** The run's action number `action` cut the device's power ([[Device.Power]]). */
-  def poweredOff(action: Int): Unit
+  /** The run's action number `action` cut the device off: its power ([[Device.Power]]), or on the fleet's side ([[Device.Affect]]). */
+  def cut(action: Int): Unit
   /** Powered on again after action `action` cut its power, the device was Reporting this long after. */
   def recovered(action: Int, nanos: Long): Unit
+
+/** When each action on the fleet's side ended, on this process's clock, as the first of its devices
+  * heard it: what their recoveries are timed from ([[Device.Affect]]). A run has a few actions.
+  */
+final class ActionEnds:
+  private val ends = java.util.concurrent.ConcurrentHashMap[Integer, java.lang.Long]()
+  def stamp(action: Int, at: Long): Unit = ends.putIfAbsent(action, at)
+  def has(action: Int): Boolean = ends.containsKey(action)
+  def of(action: Int): Long = ends.get(action)

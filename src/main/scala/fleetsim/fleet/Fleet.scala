@@ -26,10 +26,8 @@ object Fleet:
     * the devices numbered `devices` and up.
     */
   final case class Resize(devices: Int, rate: Double) extends Command
-  /** The switch's devices (the fleet's numbers: a block's start from its first) that are in the fleet
-    * now power off or, if Off, on again ([[Device.Power]]).
-    */
-  final case class Power(switch: Device.Power) extends Command
+  /** Passes the switch on to its devices (the fleet's numbers: a block's start from its first) that are in the fleet now. */
+  final case class Switch(switch: Device.Switch) extends Command
   private case object RampTick extends Command
   private case object DeviceQuiesced extends Command
 
@@ -53,9 +51,9 @@ object Fleet:
             val end = ((i / GroupSize + 1) * GroupSize).min(until)
             tell(groups(i / GroupSize), i until end)
             i = end
-        /** Switches the devices numbered `from` until `until` here (from 0), as `switch` says of those. */
-        def power(from: Int, until: Int, switch: Device.Power): Unit =
-          each(from, until)((group, r) => group ! switch.copy(from = first + r.start, until = first + r.end))
+        /** Tells the devices numbered `from` until `until` here (from 0) what `switch` tells those. */
+        def power(from: Int, until: Int, switch: Device.Switch): Unit =
+          each(from, until)((group, r) => group ! switch.within(first + r.start, first + r.end))
         def resizing(on: Boolean) = Device.Power(0, 0, on)
 
         /** Devices 0 until `on` are on, `on` until `spawned` were taken out (Off), and the fleet grows
@@ -79,7 +77,7 @@ object Fleet:
                 timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
                 running(on, spawned, wanted, on, System.nanoTime(), newRate)
               else running(on, spawned, wanted, base, since, rate)
-            case Power(switch) =>
+            case Switch(switch) =>
               power((switch.from - first).max(0), (switch.until - first).min(on), switch) // never beyond the fleet's size now
               Behaviors.same
             case Quiesce(replyTo) =>
@@ -102,7 +100,7 @@ object Fleet:
             case DeviceQuiesced => quiescing(waiting - 1, replyTo)
             case Quiesce(again) => quiescing(waiting, again)
             case Stop(replyTo) => stop(replyTo)
-            case RampTick | RestartStopped | Resize(_, _) | Power(_) => Behaviors.same
+            case RampTick | RestartStopped | Resize(_, _) | Switch(_) => Behaviors.same
           }
 
         def stop(replyTo: ActorRef[Done]): Behavior[Command] = Behaviors.stopped(() => replyTo ! Done)
@@ -120,4 +118,4 @@ object Fleet:
     def receive: Receive =
       case devices: Range => devices.foreach(i => context.actorOf(device(i)))
       case quiesce: Device.Quiesce => context.children.foreach(_ ! quiesce)
-      case command @ (Device.Restart | _: Device.Power) => context.children.foreach(_ ! command)
+      case command @ (Device.Restart | _: Device.Switch) => context.children.foreach(_ ! command)

@@ -82,7 +82,7 @@ final class FleetMetrics(val kinds: IndexedSeq[MessageKind], registry: MeterRegi
     pushesAcknowledged.increment()
     pushToAck.record(nanos)
 
-  def poweredOff(number: Int): Unit = action(number).cut.increment()
+  def cut(number: Int): Unit = action(number).cut.increment()
 
   def recovered(number: Int, nanos: Long): Unit = action(number).recovery.record(nanos)
 

@@ -1,6 +1,8 @@
 package fleetsim.run
 
+import fleetsim.control.Reach
 import fleetsim.device.{Device, DeviceState}
+import fleetsim.transport.NetworkFault
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.MetricsSnapshot
 import org.apache.pekko.Done
@@ -27,8 +29,10 @@ trait FleetDevices:
   def restartStopped(): Long
   /** Grows the fleet to `devices` at `rate` a second, or shrinks it, 0 to the number planned ([[fleetsim.fleet.Fleet.Resize]]). */
   def resize(devices: Int, rate: Double): Unit
-  /** Powers off (or, if Off, on) the devices in the fleet now that the switch names ([[Device.Power]]). */
-  def power(switch: Device.Power): Unit
+  /** Tells the devices in the fleet now that the switch names ([[Device.Switch]]): power off or on, an action on the fleet's side. */
+  def switch(switch: Device.Switch): Unit
+  /** Starts (`fault` given) or ends action `action`'s fault on the fleet's side of the network for the devices `reach` names. */
+  def network(action: Int, reach: Reach, fault: Option[NetworkFault]): Unit
   /** After the summary: closes what the devices shared (sessions, connections). */
   def close(): Future[Done]
   /** Devices hold sessions of their own: SSH tunnels or MQTT connections. */
@@ -50,6 +54,9 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
     fleet ! Fleet.RestartStopped
     stopped
   def resize(devices: Int, rate: Double): Unit = fleet ! Fleet.Resize(devices, rate)
-  def power(switch: Device.Power): Unit = fleet ! Fleet.Power(switch)
+  def switch(switch: Device.Switch): Unit = fleet ! Fleet.Switch(switch)
+  def network(action: Int, reach: Reach, fault: Option[NetworkFault]): Unit = fault match
+    case Some(f) => parts.faults.start(action, reach.contains, f)
+    case None => parts.faults.end(action)
   def close(): Future[Done] = parts.close()
   def sessions: Boolean = parts.sessions.isDefined

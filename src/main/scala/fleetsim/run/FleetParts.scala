@@ -3,7 +3,7 @@ package fleetsim.run
 import fleetsim.device.{Device, DeviceDispatcher, TimingWheel}
 import fleetsim.metrics.{FleetMetrics, MeteredSessions, MeteredTransport}
 import fleetsim.tls.{CertificateAuthority, FleetTls}
-import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, Sessions, Transport, UrlTransport}
+import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, NetworkFaults, Sessions, Transport, UrlTransport}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
@@ -18,7 +18,8 @@ import scala.concurrent.{ExecutionContext, Future}
   * transport, their own sessions if their kind has them, and the timing wheel; `device(i)` makes device i.
   * A run in one process makes one; so does each node of a cluster for its share of the fleet.
   */
-final class FleetParts private (val metrics: FleetMetrics, http: Transport, val sessions: Option[Sessions], wheel: TimingWheel, shared: Device.Shared):
+final class FleetParts private (val metrics: FleetMetrics, http: Transport, val sessions: Option[Sessions], wheel: TimingWheel, shared: Device.Shared,
+    val faults: NetworkFaults):
   def device(i: Int): Props = Device.props(i, shared)
 
   /** After the devices have stopped: closes their sessions, connections and the wheel. */
@@ -37,7 +38,7 @@ object FleetParts:
     * @param devices how many of the fleet's devices this process runs
     */
   final class Making private[FleetParts] (val settings: RunSettings, val url: Uri, embeddedCa: Option[CertificateAuthority], val devices: Int,
-      metrics: FleetMetrics, holding: Option[() => Boolean])(using val system: ActorSystem[?]):
+      metrics: FleetMetrics, holding: Option[() => Boolean], faults: NetworkFaults)(using val system: ActorSystem[?]):
     given ExecutionContext = system.executionContext
     val host: String = url.authority.host.address
 
@@ -56,8 +57,9 @@ object FleetParts:
     /** HTTP(S) to whichever server each call names by its URL (MQTT devices fetching a document a push named). */
     def byUrl: Transport = UrlTransport(httpTo(_, _, _, None), system.dispatchers.lookup(DispatcherSelector.blocking()))
 
-    /** Sessions as the devices see them: metered, held back on a held node, and `atOnce` opening at a time. */
-    def gated(s: Sessions, atOnce: Int): Sessions = GatedSessions(MeteredSessions(holding.fold(s)(HeldBack.sessions(s, _)), metrics), atOnce)
+    /** Sessions as the devices see them: metered, through the network's faults, held back on a held node, and `atOnce` opening at a time. */
+    def gated(s: Sessions, atOnce: Int): Sessions =
+      GatedSessions(MeteredSessions(faults.sessions(holding.fold(s)(HeldBack.sessions(s, _))), metrics), atOnce)
 
   /** @param url the controller's (or, for MQTT, the broker's) URL
     * @param embeddedCa the embedded controller's certificate authority, when it speaks TLS
@@ -67,12 +69,14 @@ object FleetParts:
   def apply(settings: RunSettings, url: Uri, embeddedCa: Option[CertificateAuthority], registry: MeterRegistry, devices: Int,
       holding: Option[() => Boolean] = None)(using system: ActorSystem[?]): FleetParts =
     val metrics = FleetMetrics(settings.profile.kinds, registry)
-    val made = settings.transport.parts(Making(settings, url, embeddedCa, devices, metrics, holding))
-    val http = holding.fold(made.direct)(HeldBack.transport(made.direct, _))
+    val faults = NetworkFaults(settings.http.requestTimeout)
+    val made = settings.transport.parts(Making(settings, url, embeddedCa, devices, metrics, holding, faults))
+    val http = faults.transport(holding.fold(made.direct)(HeldBack.transport(made.direct, _)))
     val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     // Devices whose sessions have I/O threads of their own run, and their wheels tick, on them
     // (MQTT's: bench/history/2026-11-23-mqtt-cpu-event-loops.md).
     val wheel = TimingWheel(on = made.io)
     val dispatchers = made.io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
     new FleetParts(metrics, http, made.sessions, wheel,
-      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), made.sessions, metrics, wheel, random, dispatchers = dispatchers))
+      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), made.sessions, metrics, wheel, random, dispatchers = dispatchers),
+      faults)

@@ -2,7 +2,8 @@ package fleetsim.run
 
 import fleetsim.control.{Reach, RunAction, RunControl}
 import fleetsim.device.{Device, Selection}
-import fleetsim.controller.Controller
+import fleetsim.controller.{Controller, Faults}
+import fleetsim.transport.NetworkFault
 import fleetsim.fleet.Fleet
 import fleetsim.metrics.*
 import fleetsim.scenario.ScenarioDriver
@@ -109,12 +110,20 @@ final class FleetRun private (
   }
 
   def act(action: RunAction, name: Option[String] = None): Future[Long] =
-    if acted.size >= Device.Power.MaxActions then
-      return Future.failed(IllegalStateException(s"a run takes at most ${Device.Power.MaxActions} actions, and this one has had them"))
+    if acted.size >= Device.Switch.MaxActions then
+      return Future.failed(IllegalStateException(s"a run takes at most ${Device.Switch.MaxActions} actions, and this one has had them"))
+    val embedded = controller.filter(c => action != RunAction.BrokerDrop || c.mqtt.isDefined)
+    if embedded.isEmpty && (action.isInstanceOf[RunAction.ControllerFault] || action == RunAction.BrokerDrop) then
+      return Future.failed(IllegalStateException(s"${action.kind} acts on the embedded reference controller${
+        if action == RunAction.BrokerDrop then "'s broker (--transport mqtt without --broker)" else " (a run without --controller)"}"))
     val reached = action match
       case RunAction.RestartStopped => devices.restartStopped()
       case RunAction.PowerCut(reach, _) => inFleet(reach)
       case RunAction.RebootWave(share, seed, _, _) => inFleet(Reach(0, Int.MaxValue, Selection.Share(share, seed)))
+      case RunAction.Partition(reach, _) => inFleet(reach)
+      case RunAction.Degrade(reach, _, _, _) => inFleet(reach)
+      case RunAction.ControllerFault(_, _, _, _) => 0L
+      case RunAction.BrokerDrop => inFleet(Reach.All)
     val number = synchronized {
       val taken = acted.map(_.name).toSet
       val base = name.getOrElse(action.kind)
@@ -130,13 +139,34 @@ final class FleetRun private (
         for step <- 0 until steps do
           val slice = Reach(0, Int.MaxValue, Selection.Slice(share * step / steps, share * (step + 1) / steps, seed))
           system.scheduler.scheduleOnce(over * step / steps, () => if finishing.isEmpty then cut(slice, down, number))
+      case RunAction.Partition(reach, lasting) => network(reach, NetworkFault.Partition, lasting, number)
+      case RunAction.Degrade(reach, latency, loss, lasting) => network(reach, NetworkFault.Degrade(latency, loss), lasting, number)
+      case RunAction.ControllerFault(errorRate, throttleRate, latency, lasting) =>
+        embedded.foreach(_.inject(Faults(errorRate, latency.toMillis, throttleRate)))
+        system.scheduler.scheduleOnce(lasting, () => embedded.foreach(_.inject(Faults())))
+      case RunAction.BrokerDrop =>
+        // Marked, then the moment recoveries are timed from, then the drop: apart, so that the devices hear each before the next.
+        devices.switch(affect(Reach.All, number, Device.Affect.Phase.Start))
+        system.scheduler.scheduleOnce(100.millis, () => devices.switch(affect(Reach.All, number, Device.Affect.Phase.Moment)))
+        system.scheduler.scheduleOnce(120.millis, () => embedded.flatMap(_.mqtt).foreach(_.dropAll()))
     Future.successful(reached)
+
+  private def affect(reach: Reach, number: Int, phase: Device.Affect.Phase) = Device.Affect(reach.from, reach.until, reach.among, number, phase)
+
+  /** A fault on the network of the devices `reach` names for `lasting`, as action `number`: they owe it a recovery from its end. */
+  private def network(reach: Reach, fault: NetworkFault, lasting: FiniteDuration, number: Int): Unit =
+    devices.switch(affect(reach, number, Device.Affect.Phase.Start))
+    devices.network(number, reach, Some(fault))
+    system.scheduler.scheduleOnce(lasting, () =>
+      if finishing.isEmpty then
+        devices.network(number, reach, None)
+        devices.switch(affect(reach, number, Device.Affect.Phase.End)))
 
   /** Cuts the power of the devices `reach` names for `outage`, as action `number`. */
   private def cut(reach: Reach, outage: FiniteDuration, number: Int): Unit =
     def switch(on: Boolean) = Device.Power(reach.from, reach.until, on, reach.among, number)
-    devices.power(switch(on = false))
-    system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.power(switch(on = true)))
+    devices.switch(switch(on = false))
+    system.scheduler.scheduleOnce(outage, () => if finishing.isEmpty then devices.switch(switch(on = true)))
 
   /** Time since the run started. */
   private def elapsed: FiniteDuration = (System.currentTimeMillis() - startedAt.toEpochMilli).millis

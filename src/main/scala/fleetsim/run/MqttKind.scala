@@ -29,6 +29,7 @@ final class MqttKind(val broker: Option[String], val maxConnects: Int) extends T
   override def serverUrl(settings: RunSettings): Option[String] = broker
   override def serverTls(settings: RunSettings): Boolean = broker.exists(_.startsWith("mqtts://"))
   override def embed(settings: ControllerSettings)(using ActorSystem[?]): Future[Controller] = Controller.start(settings, mqtt = true)
+  override def embedsBroker: Boolean = true
   override def embeddedUrl(controller: Controller): Option[String] = controller.mqtt.map(_.url)
 
   override def sessions: Option[String] = Some("MQTT connections")

@@ -102,7 +102,7 @@ object RunSettings:
     }
     val seed = Some(run.getLong("seed")).filter(_ != 0).orElse(scenario.flatMap(_._1.seed))
       .getOrElse(java.util.concurrent.ThreadLocalRandom.current().nextLong(1, 1L << 31))
-    RunSettings(
+    val settings = RunSettings(
       fleet = fleet,
       device = DeviceSettings(config),
       http = { val http = HttpSettings(config); http.copy(limits = parsed.limits, connectTimeout = parsed.connectTimeout.getOrElse(http.connectTimeout)) },
@@ -123,6 +123,16 @@ object RunSettings:
       thresholds = thresholds(config, Figures(profile.kinds, profile.name, scenario.toSeq.flatMap(_._1.actionNames))),
       scenario = scenario,
       seed = seed)
+    scenario.foreach((s, _) => checkActions(s, settings))
+    settings
+
+  /** A scenario's actions on the embedded controller or broker, in a run that has it. */
+  private def checkActions(scenario: Scenario, settings: RunSettings): Unit =
+    for action <- scenario.actions if Scenario.onController(action.kind) do
+      if !settings.embedded then throw IllegalArgumentException(s"${action.where}: ${action.kind} acts on the embedded reference controller, " +
+        s"and this run's ${settings.transport.server.name} is its own (${settings.transport.server.flag}): leave the action out, or the flag")
+      if action.kind == "broker-drop" && !settings.transport.embedsBroker then
+        throw IllegalArgumentException(s"${action.where}: broker-drop drops the embedded broker's connections: run the scenario with --transport mqtt")
 
   /** The run's thresholds, each checked against the figures its profile's runs have: a mistake names
     * where the threshold came from (--threshold, its variable, or a config file's file:line).

@@ -40,6 +40,8 @@ trait TransportKind extends SessionFigures with SessionsSection:
   def serverTls(settings: RunSettings): Boolean = serverUrl(settings).exists(_.startsWith("https://"))
   /** Starts the embedded reference controller with what this kind's devices call (its SSH server, its broker). */
   def embed(settings: ControllerSettings)(using ActorSystem[?]): Future[Controller] = Controller.start(settings)
+  /** Its devices connect to the embedded controller's broker, when the run embeds one. */
+  def embedsBroker: Boolean = false
   /** What the devices call on the embedded controller: its HTTP(S) URL, or its broker's. */
   def embeddedUrl(controller: Controller): Option[String] = Some(controller.url)
   /** The URL the devices call: the user's server, else the embedded one's. */

@@ -91,6 +91,8 @@ object Timeline:
   private def seconds(s: Double): FiniteDuration = (s * 1e9).round.nanos
 
 object Scenario:
+  private val Percent = """(\d+(?:\.\d+)?)%""".r
+
   /** The blocks and keys of a scenario file. */
   private val TopKeys = Set("description", "seed", "fleetsim", "stages", "actions", "thresholds")
   private val StageKeys = Set("devices", "over", "rate", "hold")
@@ -110,13 +112,23 @@ object Scenario:
         case _ => failAt(config, path, s"$what must be one value, like \"30%\"")
     def required(config: Config, path: String, block: ConfigValue, what: String): Unit =
       if !config.hasPath(path) then fail(block, s"$what needs $path")
+    /** Its `devices`, checked: a share, a range of numbers or all. */
+    def reach(config: Config): String =
+      val devices = text(config, "devices", "devices")
+      Reach.parse(devices, 0).left.foreach(p => failAt(config, "devices", p))
+      devices
+    /** A share at `path` (0 when absent), written as a percentage like 5%. */
+    def share(config: Config, path: String, what: String): Double =
+      if !config.hasPath(path) then 0
+      else text(config, path, what) match
+        case Percent(p) if p.toDouble <= 100 => p.toDouble / 100
+        case other => failAt(config, path, s"$what must be a percentage, like 5% (got '$other')")
 
   private val kinds: Seq[Kind] = Seq(
     Kind("power-cut", Set("devices", "for"), "power-cut { devices = 30%, for = 20s }", { (checks, c, block) =>
       checks.required(c, "devices", block, "a power cut"); checks.required(c, "for", block, "a power cut")
       val outage = checks.duration(c, "for", "a power cut's for")
-      val devices = checks.text(c, "devices", "a power cut's devices")
-      Reach.parse(devices, 0).left.foreach(p => checks.failAt(c, "devices", p))
+      val devices = checks.reach(c)
       seed => RunAction.PowerCut(Reach.parse(devices, seed).toOption.get, outage)
     }),
     Kind("reboot-wave", Set("devices", "over", "down"), "reboot-wave { devices = 50%, over = 30s, down = 5s }", { (checks, c, block) =>
@@ -125,7 +137,38 @@ object Scenario:
       val over = checks.duration(c, "over", "a reboot wave's over")
       val down = checks.optionalDuration(c, "down", "a reboot wave's down").getOrElse(5.seconds)
       seed => RunAction.RebootWave(share, seed, over, down)
-    }))
+    }),
+    Kind("partition", Set("devices", "for"), "partition { devices = 20%, for = 30s }", { (checks, c, block) =>
+      checks.required(c, "devices", block, "a partition"); checks.required(c, "for", block, "a partition")
+      val devices = checks.reach(c)
+      val lasting = checks.duration(c, "for", "a partition's for")
+      seed => RunAction.Partition(Reach.parse(devices, seed).toOption.get, lasting)
+    }),
+    Kind("degrade", Set("devices", "latency", "loss", "for"), "degrade { devices = all, latency = 200ms, loss = 5%, for = 1m }", { (checks, c, block) =>
+      checks.required(c, "devices", block, "a degraded link"); checks.required(c, "for", block, "a degraded link")
+      val devices = checks.reach(c)
+      val latency = if c.hasPath("latency") then checks.duration(c, "latency", "a degraded link's latency") else Duration.Zero
+      val loss = checks.share(c, "loss", "a degraded link's loss")
+      if latency == Duration.Zero && loss == 0 then checks.fail(block, "a degraded link needs latency or loss, like latency = 200ms or loss = 5%")
+      val lasting = checks.duration(c, "for", "a degraded link's for")
+      seed => RunAction.Degrade(Reach.parse(devices, seed).toOption.get, latency, loss, lasting)
+    }),
+    Kind("controller-fault", Set("error-rate", "throttle-rate", "latency", "for"), "controller-fault { error-rate = 20%, for = 30s }",
+      { (checks, c, block) =>
+        checks.required(c, "for", block, "a controller fault")
+        val errors = checks.share(c, "error-rate", "a controller fault's error-rate")
+        val throttled = checks.share(c, "throttle-rate", "a controller fault's throttle-rate")
+        if errors + throttled > 1 then checks.failAt(c, "throttle-rate", "error-rate and throttle-rate add up to more than 100%")
+        val latency = if c.hasPath("latency") then checks.duration(c, "latency", "a controller fault's latency") else Duration.Zero
+        if errors == 0 && throttled == 0 && latency == Duration.Zero then
+          checks.fail(block, "a controller fault needs error-rate, throttle-rate or latency, like error-rate = 20%")
+        val lasting = checks.duration(c, "for", "a controller fault's for")
+        _ => RunAction.ControllerFault(errors, throttled, latency, lasting)
+      }),
+    Kind("broker-drop", Set.empty, "broker-drop {}", (_, _, _) => _ => RunAction.BrokerDrop))
+
+  /** The actions that act on the embedded reference controller, or its broker: a run against another refuses them. */
+  val onController: Set[String] = Set("controller-fault", "broker-drop")
 
   /** The names of the actions a scenario may take. */
   val actionKinds: Seq[String] = kinds.map(_.name)

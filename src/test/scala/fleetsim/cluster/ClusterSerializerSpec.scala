@@ -1,6 +1,7 @@
 package fleetsim.cluster
 
 import com.typesafe.config.ConfigFactory
+import scala.concurrent.duration.*
 import fleetsim.device.{Device, DeviceState}
 import fleetsim.metrics.FleetMetrics
 import fleetsim.transport.{FailureReason, MessageKind, Reply}
@@ -39,7 +40,7 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
     metrics.halted("join: 403")
     metrics.halted("checksum: 404 x5")
     metrics.halted("join: 403")
-    (1 to 3).foreach(_ => metrics.poweredOff(1))
+    (1 to 3).foreach(_ => metrics.cut(1))
     Seq(2_000_000_000L, 3_000_000_000L).foreach(metrics.recovered(1, _))
     val snapshot = metrics.snapshot()
     val back = roundTrip(NodeFigures("pekko://fleetsim@127.0.0.1:25520", snapshot)).snapshot
@@ -70,8 +71,12 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
 
   test("the run's controls: a resize, and power cuts of a share or of numbers") {
     assert(roundTrip(NodeAgent.Resize("r1", 2500, 12.5)) == NodeAgent.Resize("r1", 2500, 12.5))
-    for message <- Seq(NodeAgent.Power("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Share(0.3, 42L), cause = 2)),
-        NodeAgent.Power("r1", Device.Power(100, 200, on = true)),
-        NodeAgent.Power("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Slice(0.1, 0.2, 42L), cause = 0))) do
+    for message <- Seq(NodeAgent.Switch("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Share(0.3, 42L), cause = 2)),
+        NodeAgent.Switch("r1", Device.Power(100, 200, on = true)),
+        NodeAgent.Switch("r1", Device.Affect(0, Int.MaxValue, fleetsim.device.Selection.Share(0.3, 42L), 3, Device.Affect.Phase.End)),
+        NodeAgent.Network("r1", 3, fleetsim.control.Reach(0, 500, fleetsim.device.Selection.All), Some(fleetsim.transport.NetworkFault.Partition)),
+        NodeAgent.Network("r1", 4, fleetsim.control.Reach.All, Some(fleetsim.transport.NetworkFault.Degrade(200.millis, 0.1))),
+        NodeAgent.Network("r1", 4, fleetsim.control.Reach.All, None),
+        NodeAgent.Switch("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Slice(0.1, 0.2, 42L), cause = 0))) do
       assert(roundTrip(message) == message)
   }

@@ -100,7 +100,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     def halted(reason: String): Unit = halts ! reason
     def pushed(): Unit = ()
     def pushAcknowledged(nanos: Long): Unit = ()
-    def poweredOff(action: Int): Unit = actions ! ("cut", action, 0L)
+    def cut(action: Int): Unit = actions ! ("cut", action, 0L)
     def recovered(action: Int, nanos: Long): Unit = actions ! ("recovered", action, nanos)
 
   private class Fixture(withTunnels: Boolean = false, profile: String = "ap-v1"):
@@ -357,6 +357,27 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       joinAndTunnel()
       actions.expectMessage(("recovered", 4, 3.seconds.toNanos))
       actions.expectNoMessage(50.millis)
+
+    "owe an action on the fleet's side a recovery timed from its end, or none if still Reporting then" in new Fixture(withTunnels = true):
+      joinAndTunnel()
+      device ! Device.Affect(0, 8, Selection.All, cause = 1, Device.Affect.Phase.Start)
+      actions.expectMessage(("cut", 1, 0L))
+      pass(20.seconds)
+      device ! Device.Affect(0, 8, Selection.All, cause = 1, Device.Affect.Phase.End)
+      actions.expectMessage(("recovered", 1, 0L)) // its link was down, and it never noticed
+      device ! Device.Affect(0, 8, Selection.All, cause = 2, Device.Affect.Phase.Start)
+      actions.expectMessage(("cut", 2, 0L))
+      pass(5.seconds)
+      for i <- 1 to 3 do
+        if i > 1 then pass(10.seconds)
+        tunnelCalls.expectMessageType[Call].answer(Reply.Failed(FailureReason.TimedOut))
+      expectMove(Reporting, Tunneling)
+      device ! Device.Affect(0, 8, Selection.All, cause = 2, Device.Affect.Phase.End)
+      actions.expectNoMessage(50.millis)
+      pass(1.second) // past its pause
+      opens.expectMessageType[Promise[Either[SessionFailure, Session]]].success(Right(ScriptedTunnel(tunnelCalls.ref)))
+      expectMove(Tunneling, Reporting)
+      actions.expectMessage(("recovered", 2, 1.second.toNanos))
 
     "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))

@@ -46,7 +46,7 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     }
   }
 
-  "Fleet.Power" should {
+  "Fleet.Switch" should {
     "reach the devices selected among those numbered so, and only those in the fleet now" in {
       val devices = Fleet.GroupSize + 2
       val heard = createTestProbe[(String, Int)]()
@@ -55,10 +55,10 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       fleet ! Fleet.Resize(900, 1_000_000)
       heard.receiveMessages(devices - 900)
       val share = fleetsim.device.Selection.Share(0.5, 3)
-      fleet ! Fleet.Power(Device.Power(0, Int.MaxValue, on = false, share))
+      fleet ! Fleet.Switch(Device.Power(0, Int.MaxValue, on = false, share))
       val cut = (0 until 900).filter(share.contains)
       assert(heard.receiveMessages(cut.size).toSet == cut.map(("off", _)).toSet) // none of 900 and up: out of the fleet already
-      fleet ! Fleet.Power(Device.Power(100, 200, on = true))
+      fleet ! Fleet.Switch(Device.Power(100, 200, on = true))
       assert(heard.receiveMessages(100).toSet == (100 until 200).map(("on", _)).toSet)
       heard.expectNoMessage()
     }

@@ -69,11 +69,34 @@ class ScenarioSpec extends AnyWordSpec:
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = lots, for = 5s } } ]",
         "devices must be a share (30%), a range of device numbers (100-199) or all")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, powercut { devices = 30%, for = 5s } } ]",
-        "unknown key 'powercut' in an action (its kinds: power-cut, reboot-wave) (did you mean power-cut?)")
+        "unknown key 'powercut' in an action (its kinds: power-cut, reboot-wave, partition, degrade, controller-fault, broker-drop) (did you mean power-cut?)")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30%, for = 5s, why = 1 } } ]",
         "unknown key 'why' in a power-cut")
       at(4, "stages = [ { devices = 5, hold = 1m } ]\nactions = [\n { at = 5s, power-cut { devices = 30%, for = 5s } }\n" +
         " { at = 9s, power-cut { devices = 10%, for = 5s } } ]", "two actions are named power-cut")
+    }
+
+    "read the actions on the network and on the controller, and their mistakes" in {
+      val s = read("""
+        stages = [ { devices = 10, hold = 1m } ]
+        actions = [
+          { at = 5s, partition { devices = 20%, for = 10s } }
+          { at = 20s, degrade { devices = all, latency = 200ms, loss = 5%, for = 10s } }
+          { at = 30s, controller-fault { error-rate = 20%, latency = 50ms, for = 5s } }
+          { at = 40s, broker-drop {} }
+        ]
+        """).toOption.get
+      assert(s.actions.map(_.make(9)) == Seq(
+        RunAction.Partition(Reach(0, Int.MaxValue, Selection.Share(0.2, 9)), 10.seconds),
+        RunAction.Degrade(Reach.All, 200.millis, 0.05, 10.seconds),
+        RunAction.ControllerFault(0.2, 0, 50.millis, 5.seconds),
+        RunAction.BrokerDrop))
+      assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, degrade { devices = all, for = 5s } } ]")
+        .contains("a degraded link needs latency or loss"))
+      assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, degrade { devices = all, loss = 0.05, for = 5s } } ]")
+        .contains("a degraded link's loss must be a percentage, like 5% (got '0.05')"))
+      assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, controller-fault { error-rate = 80%, throttle-rate = 30%, for = 5s } } ]")
+        .contains("error-rate and throttle-rate add up to more than 100%"))
     }
 
     "refuse actions that start or still act after its end, and stages that last no time" in {

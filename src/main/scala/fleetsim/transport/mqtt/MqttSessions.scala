@@ -86,13 +86,17 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   private def connect(device: Int, identity: MqttIdentity, ssl: Option[MqttClientSslConfig], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
     val lost = Promise[Done]()
     val connected = java.util.concurrent.atomic.AtomicBoolean(false)
+    /** The connection closed before the session was up: between the CONNACK and the SUBACK the client's
+      * futures can wait out their deadline for an answer that will not come (Moquette closes a
+      * resubscribing client's connection in a reconnect storm), so the connect fails at once instead.
+      */
+    val closedEarly = Promise[Throwable]()
     val builder = MqttClient.builder()
       .identifier(identity.clientId)
       .serverHost(host)
       .serverPort(port)
       .executorConfig(executors(io.of(device)))
-      // Before the CONNACK, a disconnect is the connect's failure, and the connect's future says so.
-      .addDisconnectedListener((_: MqttClientDisconnectedContext) => if connected.get then lost.trySuccess(Done))
+      .addDisconnectedListener((c: MqttClientDisconnectedContext) => if connected.get then lost.trySuccess(Done) else closedEarly.trySuccess(c.getCause))
     ssl.foreach(builder.sslConfig)
     // After host, port and TLS, which it copies (setting those later would reset it).
     val transport = builder.transportConfig()
@@ -105,7 +109,9 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       else V3Client(builder.useMqttVersion3().buildAsync(), identity, pushed)
     // The connect and the subscribe each wait for the broker's answer: a SUBACK that never comes must not hold the device.
     val deadline = (connectTimeout + requestTimeout * 2).toMillis
-    client.connect().orTimeout(deadline, TimeUnit.MILLISECONDS).asScala.map { _ =>
+    val attempt = client.connect().orTimeout(deadline, TimeUnit.MILLISECONDS)
+    closedEarly.future.foreach(attempt.completeExceptionally)(using ExecutionContext.parasitic)
+    attempt.asScala.map { _ =>
       connected.set(true)
       Right(MqttSession(client, lost.future, loop(io.of(device)))): Either[SessionFailure, Session]
     }.recoverWith { case e =>

@@ -73,7 +73,9 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
           session.close(true)
           Success(Left(failure))
       }
-    }.recover { case _ => connectFailed }
+    }.recover { // a host key refused in the key exchange can fail the connect itself, before auth is asked
+      case e => if hostKeyRefused(e) then hostKeyRejected else connectFailed
+    }
     Replies.orElse(settings.handshakeTimeout, timedOut)(tunnel).map { result =>
       if result == timedOut then tunnel.foreach(_.foreach(_.close())) // should it still arrive
       result
@@ -94,4 +96,5 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
 object SshTunnels:
   private val nowhere: Future[Either[SessionFailure, Session]] = Future.successful(Left(SessionFailure.Failed(FailureReason.ProtocolError))) // nowhere to tunnel to
   private val connectFailed: Either[SessionFailure, Session] = Left(SessionFailure.Failed(FailureReason.ConnectFailed))
+  private val hostKeyRejected: Either[SessionFailure, Session] = Left(SessionFailure.Failed(FailureReason.HostKeyRejected))
   private val timedOut: Either[SessionFailure, Session] = Left(SessionFailure.Failed(FailureReason.TimedOut))
