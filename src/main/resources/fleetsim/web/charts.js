@@ -8,6 +8,26 @@ window.FleetsimCharts = function (root, options) {
   const states = ["Discovering", "Tunneling", "Reporting", "ConfigDownloading", "Backoff", "Stopped", "Off"];
   const colours = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
   const charts = {};
+  // The run's actions (power cuts, partitions...), each drawn on every chart over its span.
+  const marks = [];
+  const actionsPlugin = {
+    id: "fleetsimActions",
+    beforeDatasetsDraw: function (c) {
+      const x = c.scales.x, area = c.chartArea, ctx = c.ctx;
+      ctx.save();
+      marks.forEach(function (a) {
+        const from = x.getPixelForValue(a.atS), to = Math.max(x.getPixelForValue(a.atS + a.forS), from + 2);
+        if (to < area.left || from > area.right) return;
+        const left = Math.max(from, area.left), right = Math.min(to, area.right);
+        ctx.fillStyle = "rgba(225, 87, 89, 0.12)";
+        ctx.fillRect(left, area.top, right - left, area.bottom - area.top);
+        ctx.fillStyle = "rgba(225, 87, 89, 0.9)";
+        ctx.font = "10px sans-serif";
+        ctx.fillText(a.name, left + 2, area.top + 10);
+      });
+      ctx.restore();
+    }
+  };
 
   /** Seconds since the run's start as m:ss (h:mm:ss past an hour), as the time axis shows them. */
   function elapsed(seconds) {
@@ -35,7 +55,8 @@ window.FleetsimCharts = function (root, options) {
           x: { type: "linear", title: { display: true, text: "elapsed" }, ticks: { callback: elapsed } },
           y: { beginAtZero: true }
         }
-      }
+      },
+      plugins: [actionsPlugin]
     });
     const series = {};
     function line(name) {
@@ -87,6 +108,7 @@ window.FleetsimCharts = function (root, options) {
 
   function put(s) {
     const x = Math.round(s.elapsedS * 10) / 10;
+    (s.actions || []).forEach(function (a) { marks.push(a); }); // absent from the time series of older builds
     states.forEach(function (st) { devices.put(x, st, s.devices[st] || 0); });
     Object.keys(s.rates).forEach(function (k) {
       const r = s.rates[k];
@@ -140,6 +162,7 @@ window.FleetsimCharts = function (root, options) {
   return {
     charts: charts,
     samples: 0,
+    actions: marks,
     add: function (s) { put(s); this.samples++; redraw(); },
     addAll: function (list) { list.forEach(put); this.samples += list.length; redraw(); }
   };

@@ -56,7 +56,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
         out.writeUTF(run); writeReach(out, Reach(switch.from, switch.until, switch.among)); out.writeInt(switch.cause)
         switch match
           case p: Device.Power => out.writeByte(0); out.writeBoolean(p.on)
-          case a: Device.Affect => out.writeByte(1); out.writeByte(a.phase.ordinal)
+          case a: Device.Affect => out.writeByte(1); out.writeByte(a.phase.ordinal); out.writeBoolean(a.applies)
       case NodeAgent.Network(run, action, reach, fault) =>
         out.writeUTF(run); out.writeInt(action); writeReach(out, reach)
         fault match
@@ -86,7 +86,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
         val (run, reach, cause) = (in.readUTF(), readReach(in), in.readInt())
         NodeAgent.Switch(run,
           if in.readByte() == 0 then Device.Power(reach.from, reach.until, in.readBoolean(), reach.among, cause)
-          else Device.Affect(reach.from, reach.until, reach.among, cause, Device.Affect.Phase.fromOrdinal(in.readByte())))
+          else Device.Affect(reach.from, reach.until, reach.among, cause, Device.Affect.Phase.fromOrdinal(in.readByte()), in.readBoolean()))
       case "network" =>
         val (run, action, reach) = (in.readUTF(), in.readInt(), readReach(in))
         val fault = in.readByte() match

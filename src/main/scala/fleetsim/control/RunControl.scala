@@ -53,10 +53,14 @@ enum RunAction(val kind: String):
       extends RunAction("controller-fault")
   /** The embedded broker drops every MQTT connection at once, as a broker fail-over does. */
   case BrokerDrop extends RunAction("broker-drop")
+  /** The embedded reference controller has new configuration for every device: HTTP devices hear of
+    * it in their next reply, MQTT devices in a push; the action's recovery is each device applying it.
+    */
+  case ConfigPush extends RunAction("config-push")
 
   /** How long it acts, from its start: until the last of its devices is powered on again, or its fault ends. */
   def span: FiniteDuration = this match
-    case RestartStopped | BrokerDrop => Duration.Zero
+    case RestartStopped | BrokerDrop | ConfigPush => Duration.Zero
     case PowerCut(_, outage) => outage
     case RebootWave(_, _, over, down) => over + down
     case Partition(_, lasting) => lasting

@@ -50,7 +50,7 @@ private final class AdminRoutes(registry: Registry, counts: () => ControllerCoun
         case None => complete(StatusCodes.NotFound, "this controller runs no MQTT broker (run --transport mqtt)")
         case Some(b) if to == "fleet" || to == "each" =>
           val seq = registry.bumpConfig()
-          val payload = s"""{"configSeq":$seq,"url":"${uri.scheme}://${uri.authority}/api/v1/config/$seq"}"""
+          val payload = MqttBroker.configPush(seq, s"${uri.scheme}://${uri.authority}")
           val pushed = if to == "fleet" then { b.publish(MqttBroker.FleetTopic, payload); 1 } else b.pushEach(payload)
           complete(json(Pushed(seq, pushed)))
         case Some(_) => complete(StatusCodes.BadRequest, "to must be fleet (one message on fleet/config) or each (one on each devices/ID/config)")

@@ -27,6 +27,14 @@ final class Controller private (val registry: Registry, routes: ControllerRoutes
   /** Sets its fault switches, as `PUT /admin/faults` does (docs/faults.md). */
   def inject(faults: Faults): Unit = routes.inject(faults)
 
+  /** New configuration for every device, as `POST /admin/config/bump` makes it (devices hear of it in
+    * their next reply) and, with a broker, `POST /admin/config/push` tells it; its number.
+    */
+  def rollOut(): Long =
+    val seq = registry.bumpConfig()
+    mqtt.foreach(_.publish(MqttBroker.FleetTopic, MqttBroker.configPush(seq, url)))
+    seq
+
   /** Stops accepting, and closes open connections and SSH sessions after a short grace period. */
   def stop(): Future[Done] =
     given ExecutionContext = ExecutionContext.parasitic

@@ -47,6 +47,9 @@ object MqttBroker:
   /** The topic every device of the built-in MQTT profile also subscribes to: one push for the fleet. */
   val FleetTopic = "fleet/config"
 
+  /** A push of configuration `seq`, naming where its document is on the controller at `base` (scheme://host:port). */
+  def configPush(seq: Long, base: String): String = s"""{"configSeq":$seq,"url":"$base/api/v1/config/$seq"}"""
+
   def kindOf(topic: String): String = topic.substring(topic.lastIndexOf('/') + 1)
 
   /** Sees what the broker takes: connects (client ids, so that pushes can reach each device) and

@@ -50,7 +50,7 @@ object Device:
     /** The cause of a resize's switches: no action's. */
     val NoAction: Short = -1
     /** The most actions a run numbers: a device keeps the one it owes a recovery in a Short, with a bit for how it is timed. */
-    val MaxActions: Int = 0x3fff
+    val MaxActions: Int = 0x1fff
 
   /** Power off (`on` false: drop the session without a word and wait, Off) or, if Off for the same
     * `cause`, on again, as after a reboot. The fleet resizes and cuts power with it. A device powered
@@ -61,11 +61,13 @@ object Device:
     def within(from: Int, until: Int): Power = copy(from = from, until = until)
 
   /** An action on the fleet's side that reaches the devices without touching them — a network fault on
-    * their transport, their broker dropping them. At its `Start` a device in the fleet owes it a
-    * recovery, timed from the action's end: at its `End` (a fault lifted; a device still Reporting
-    * then has recovered at once), or its `Moment` (a drop: what is timed from, nothing settled).
+    * their transport, their broker dropping them, new configuration rolled out. At its `Start` a
+    * device in the fleet owes it a recovery — to be Reporting again, or with `applies` to apply
+    * configuration — timed from the action's end: at its `End` (a fault lifted; a device still
+    * Reporting then has recovered at once), or its `Moment` (a drop, a rollout: what is timed from,
+    * nothing settled).
     */
-  final case class Affect(from: Int, until: Int, among: Selection, cause: Int, phase: Affect.Phase) extends Switch:
+  final case class Affect(from: Int, until: Int, among: Selection, cause: Int, phase: Affect.Phase, applies: Boolean = false) extends Switch:
     def within(from: Int, until: Int): Affect = copy(from = from, until = until)
   object Affect:
     enum Phase:
@@ -135,6 +137,8 @@ object Device:
 
   /** Set in the action a device owes a recovery when it is timed from the action's end ([[Affect]]). */
   private val Affected = 0x4000
+  /** Set in the action a device owes a recovery when it is owed by applying configuration, not by Reporting. */
+  private val Applies = 0x2000
 
 private final class Device(val number: Int, shared: Device.Shared) extends Actor with DeviceScope:
   import Device.*
@@ -315,6 +319,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       else
         trigger.applied(this)
         acknowledged()
+        if cutBy != Switch.NoAction && (cutBy & Applies) != 0 then recovered()
         enter(Reporting)
     case Outcome.Rejoin => refused()
     case Outcome.Reauthenticate => rejoin()
@@ -368,19 +373,21 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       else if on && current == Off && cause == cutBy then
         bootedAt = shared.clock()
         boot()
-    case Affect(_, _, _, cause, phase) =>
-      val owes = (cause | Affected).toShort
+    case Affect(_, _, _, cause, phase, applies) =>
+      val owes = (cause | Affected | (if applies then Applies else 0)).toShort
       if phase == Affect.Phase.Start && cutBy == Switch.NoAction && current != Off then
         cutBy = owes
         events.cut(cause)
       if phase != Affect.Phase.Start then shared.ends.stamp(cause, shared.clock())
-      if phase == Affect.Phase.End && cutBy == owes && current == Reporting then
+      if phase == Affect.Phase.End && cutBy == owes && current == Reporting && !applies then
         events.recovered(cause, 0)
         cutBy = Switch.NoAction
 
-  /** Reporting again: the recovery owed, timed from its power-on or from the action's end. */
+  /** Reporting again, or configuration applied for an action that waits for that: the recovery owed,
+    * timed from its power-on or from the action's end.
+    */
   private def recovered(): Unit =
-    val action = cutBy & ~Affected
+    val action = cutBy & ~(Affected | Applies)
     val timed = (cutBy & Affected) == 0
     if timed || shared.ends.has(action) then // else an action on the fleet's side that is not over yet: the device is owed still
       events.recovered(action, shared.clock() - (if timed then bootedAt else shared.ends.of(action)))
@@ -529,7 +536,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     if current != next then
       events.moved(Some(current), next)
       current = next
-      if next == Reporting && cutBy != Switch.NoAction then recovered()
+      if next == Reporting && cutBy != Switch.NoAction && (cutBy & Applies) == 0 then recovered()
 
   private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
 

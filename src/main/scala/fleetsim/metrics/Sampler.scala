@@ -26,12 +26,16 @@ final case class Sample(
     transitions: Map[String, Double],
     tunnels: Option[TunnelSample],
     process: ProcessSample,
-    nodes: Map[String, Long] = Map.empty):
+    nodes: Map[String, Long] = Map.empty,
+    /** The actions started since the sample before: charts draw each over its span. */
+    actions: List[ActionMark] = Nil):
   /** Devices in the fleet: all but those Off. */
   def running: Long = devices.iterator.collect { case (state, n) if state != "Off" => n }.sum
   def repliesPerS: Double = rates.values.map(r => r.ok + r.forbidden + r.failed).sum
 
 final case class Rates(sent: Double, ok: Double, forbidden: Double, failed: Double)
+/** An action as charts mark it: its name and kind, from `atS` (s since the run started) for `forS`. */
+final case class ActionMark(name: String, kind: String, atS: Double, forS: Double)
 final case class Percentiles(p50: Double, p90: Double, p99: Double, max: Double)
 /** Devices' own sessions, as their transport kind fills them in ([[SessionFigures]]): SSH tunnels, or
   * MQTT connections (opening = Discovering, retunnels = reconnects, handshake = CONNECT to SUBACK).

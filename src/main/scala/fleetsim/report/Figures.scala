@@ -82,7 +82,11 @@ final class Figures(kinds: Seq[MessageKind], profile: String, actions: Seq[Strin
         if a.cut == 0 then Left(s"no data: action $name cut no device's power")
         else value(a.recoveryMs).toRight(s"no data: ${a.neverBack} of ${a.cut} devices never came back")
       })
-    } ++ ActionCounts.toSeq.map((c, value) => Figure(s"action.$name.$c", Measure.Count, s => acted(s).map(value(_).toDouble)))
+    } ++ ActionCounts.toSeq.map((c, value) => Figure(s"action.$name.$c", Measure.Count, s => acted(s).map(value(_).toDouble))) :+
+      Figure(s"action.$name.convergence", Measure.Time, s => acted(s).flatMap { a => // recovery.p100, by the name a rollout's is known by
+        if a.cut == 0 then Left(s"no data: action $name reached no device")
+        else a.recoveryMs.p100.toRight(s"no data: ${a.neverBack} of ${a.cut} devices never applied it")
+      })
 
   /** The figures there are, in a line: what an unknown figure's refusal lists. */
   def described: String =
@@ -90,7 +94,7 @@ final class Figures(kinds: Seq[MessageKind], profile: String, actions: Seq[Strin
     val periodic = kinds.filter(_.periodic).map(_.key)
     val lateness = if periodic.isEmpty then "" else s"; lateness.<kind>.{${names(Percentiles.keys.toSeq)}} for ${names(periodic)}"
     val scripted = if actions.isEmpty then "" else
-      s"; action.<name>.recovery.{${names(Recovery.keys.toSeq)}} and action.<name>.{${names(ActionCounts.keys.toSeq)}} for ${names(actions)}"
+      s"; action.<name>.recovery.{${names(Recovery.keys.toSeq)}} and action.<name>.{${names((ActionCounts.keys ++ Seq("convergence")).toSeq)}} for ${names(actions)}"
     s"the figures of device profile $profile are latency.<kind>.{${names(Percentiles.keys.toSeq)}} and " +
       s"messages.<kind>.{${names(Counts.keys.toSeq)}} for ${names(kinds.map(_.key))}$lateness; errors.{count, rate}; " +
       s"devices.{target, started}; devices.byState.{${names(DeviceState.values.toSeq.map(_.toString))}}$scripted"

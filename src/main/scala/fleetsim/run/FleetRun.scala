@@ -46,6 +46,8 @@ final class FleetRun private (
   @volatile private var wanted = settings.startsWith
   /** The actions started, in order: action i is the cause of its devices' power switches. */
   @volatile private var acted = Vector.empty[FleetRun.Acted]
+  /** The actions started since the last sample, for the next to mark. */
+  private val unmarked = java.util.concurrent.ConcurrentLinkedQueue[ActionMark]()
   private val ended = Promise[Summary]()
 
   /** The summary, once the run has finished, whoever finished it: the CLI ends the process then. */
@@ -81,7 +83,8 @@ final class FleetRun private (
   private def tick(): Unit =
     if sampling.compareAndSet(false, true) then
       devices.snapshot().map { snapshot =>
-        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes), wanted)
+        val marks = Iterator.continually(unmarked.poll()).takeWhile(_ != null).toList
+        val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes), wanted).copy(actions = marks)
         each(_.sample(sample))
       }(using io).onComplete(_ => sampling.set(false))
 
@@ -113,7 +116,7 @@ final class FleetRun private (
     if acted.size >= Device.Switch.MaxActions then
       return Future.failed(IllegalStateException(s"a run takes at most ${Device.Switch.MaxActions} actions, and this one has had them"))
     val embedded = controller.filter(c => action != RunAction.BrokerDrop || c.mqtt.isDefined)
-    if embedded.isEmpty && (action.isInstanceOf[RunAction.ControllerFault] || action == RunAction.BrokerDrop) then
+    if embedded.isEmpty && (action.isInstanceOf[RunAction.ControllerFault] || action == RunAction.BrokerDrop || action == RunAction.ConfigPush) then
       return Future.failed(IllegalStateException(s"${action.kind} acts on the embedded reference controller${
         if action == RunAction.BrokerDrop then "'s broker (--transport mqtt without --broker)" else " (a run without --controller)"}"))
     val reached = action match
@@ -123,12 +126,14 @@ final class FleetRun private (
       case RunAction.Partition(reach, _) => inFleet(reach)
       case RunAction.Degrade(reach, _, _, _) => inFleet(reach)
       case RunAction.ControllerFault(_, _, _, _) => 0L
-      case RunAction.BrokerDrop => inFleet(Reach.All)
+      case RunAction.BrokerDrop | RunAction.ConfigPush => inFleet(Reach.All)
     val number = synchronized {
       val taken = acted.map(_.name).toSet
       val base = name.getOrElse(action.kind)
       val unique = Iterator.from(2).map(n => s"$base-$n").filterNot(taken).nextOption().filter(_ => taken(base)).getOrElse(base)
-      acted :+= FleetRun.Acted(unique, action.kind, elapsed, action.span, reached)
+      val a = FleetRun.Acted(unique, action.kind, elapsed, action.span, reached)
+      acted :+= a
+      unmarked.add(ActionMark(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0))
       acted.size - 1
     }
     action match
@@ -149,6 +154,10 @@ final class FleetRun private (
         devices.switch(affect(Reach.All, number, Device.Affect.Phase.Start))
         system.scheduler.scheduleOnce(100.millis, () => devices.switch(affect(Reach.All, number, Device.Affect.Phase.Moment)))
         system.scheduler.scheduleOnce(120.millis, () => embedded.flatMap(_.mqtt).foreach(_.dropAll()))
+      case RunAction.ConfigPush => // as a drop is, with each device's recovery its applying the new configuration
+        devices.switch(affect(Reach.All, number, Device.Affect.Phase.Start).copy(applies = true))
+        system.scheduler.scheduleOnce(100.millis, () => devices.switch(affect(Reach.All, number, Device.Affect.Phase.Moment)))
+        system.scheduler.scheduleOnce(120.millis, () => embedded.foreach(_.rollOut()))
     Future.successful(reached)
 
   private def affect(reach: Reach, number: Int, phase: Device.Affect.Phase) = Device.Affect(reach.from, reach.until, reach.among, number, phase)

@@ -118,6 +118,7 @@ object Dashboard:
     *  - `POST /api/devices/restart-stopped`: 202 `{"restarting": N}`, N devices Stopped when the fleet was told
     *  - `POST /api/actions/power-cut` `{"devices": "30%" | "100-199" | "all", "for": "20s", "seed": S}`:
     *    202 `{"action": "power-cut", "devices": N, "seed": S, "for": "20s"}`, or 400 `{"error": ...}`
+    *  - `POST /api/actions/partition`, the same: the devices cut off on the fleet's side of the network for a while
     *  - `POST /api/actions/reboot-wave` `{"devices": "30%" | "all", "over": "60s", "down": "5s", "seed": S}`:
     *    202 `{"action": "reboot-wave", "devices": N, "seed": S, "over": ..., "down": ...}`, or 400
     */
@@ -144,8 +145,13 @@ object Dashboard:
       }
     concat(
       path("api" / "actions" / "power-cut") {
-        posted[PowerCutAsked]("the dashboard's power cut", """{"devices": "30%", "for": "20s"}""") { (run, asked) =>
-          PowerCutAsked.action(asked).map((cut, seed) => run.act(cut).map(n => json(PowerCutStarted("power-cut", n, seed, cut.outage.toCoarsest.toString))))
+        posted[CutAsked]("the dashboard's power cut", """{"devices": "30%", "for": "20s"}""") { (run, asked) =>
+          CutAsked.action(asked)(RunAction.PowerCut(_, _)).map((cut, seed) => run.act(cut).map(n => json(CutStarted(cut, n, seed))))
+        }
+      },
+      path("api" / "actions" / "partition") {
+        posted[CutAsked]("the dashboard's partition", """{"devices": "30%", "for": "20s"}""") { (run, asked) =>
+          CutAsked.action(asked)(RunAction.Partition(_, _)).map((cut, seed) => run.act(cut).map(n => json(CutStarted(cut, n, seed))))
         }
       },
       path("api" / "actions" / "reboot-wave") {
@@ -182,14 +188,16 @@ object Dashboard:
         case _ => Caller.refusal(request, what, anyHost, tunnelled = false)
     else Caller.refusal(request, what, anyHost, tunnelled = false)
 
-  /** A power cut as asked: which devices (a share, a range of numbers or all), for how long, drawn with which seed. */
-  private final case class PowerCutAsked(devices: String, `for`: String, seed: Option[Long] = None)
-  private object PowerCutAsked:
-    /** The action, and the seed its share is drawn with; or why not. */
-    def action(a: PowerCutAsked): Either[String, (RunAction.PowerCut, Long)] =
+  /** A power cut or a partition as asked: which devices (a share, a range of numbers or all), for how long, drawn with which seed. */
+  private final case class CutAsked(devices: String, `for`: String, seed: Option[Long] = None)
+  private object CutAsked:
+    /** The action `make` makes of the devices reached and for how long, and the seed its share is drawn with; or why not. */
+    def action(a: CutAsked)(make: (Reach, FiniteDuration) => RunAction): Either[String, (RunAction, Long)] =
       val seed = seedOf(a.seed)
-      for outage <- durationOf(a.`for`, "for"); reached <- Reach.parse(a.devices, seed) yield (RunAction.PowerCut(reached, outage), seed)
-  private final case class PowerCutStarted(action: String, devices: Long, seed: Long, `for`: String)
+      for lasting <- durationOf(a.`for`, "for"); reached <- Reach.parse(a.devices, seed) yield (make(reached, lasting), seed)
+  private final case class CutStarted(action: String, devices: Long, seed: Long, `for`: String)
+  private object CutStarted:
+    def apply(cut: RunAction, devices: Long, seed: Long): CutStarted = CutStarted(cut.kind, devices, seed, cut.span.toCoarsest.toString)
 
   /** A reboot wave as asked: a share of the devices (or all), spread over how long, each down how long (5 s unless said). */
   private final case class RebootWaveAsked(devices: String, over: String, down: Option[String] = None, seed: Option[Long] = None)
@@ -214,8 +222,8 @@ object Dashboard:
   private given JsonValueCodec[Target] = JsonCodecMaker.make
   private given JsonValueCodec[Resize] = JsonCodecMaker.make
   private given JsonValueCodec[Refused] = JsonCodecMaker.make
-  private given JsonValueCodec[PowerCutAsked] = JsonCodecMaker.make
-  private given JsonValueCodec[PowerCutStarted] = JsonCodecMaker.make
+  private given JsonValueCodec[CutAsked] = JsonCodecMaker.make
+  private given JsonValueCodec[CutStarted] = JsonCodecMaker.make
   private given JsonValueCodec[RebootWaveAsked] = JsonCodecMaker.make
   private given JsonValueCodec[RebootWaveStarted] = JsonCodecMaker.make
   private def json[A: JsonValueCodec](a: A) = HttpEntity(ContentTypes.`application/json`, writeToString(a))

@@ -5,19 +5,28 @@ import fleetsim.device.Selection
 import fleetsim.report.Summary
 import fleetsim.run.{FleetRun, RunSettings}
 import org.apache.pekko.pattern.after
+import org.scalatest.BeforeAndAfterAll
 import org.scalatest.wordspec.AnyWordSpec
 
 import java.nio.file.{Files, Path}
-import scala.concurrent.Await
+import java.util.concurrent.Executors
+import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration.*
 import scala.jdk.CollectionConverters.*
 
 /** The scenarios shipped in scenarios/, each run as `./fleetsim run --scenario FILE` runs it, against
   * the embedded reference controller: each passes its own thresholds on this machine, and what its
-  * actions did is in the summary as a user would check it.
+  * actions did is in the summary as a user would check it. A scenario mostly waits on its timeline,
+  * so three play at a time, all started as the spec starts, and each test takes its own's summary.
   */
-class ScenarioRunSpec extends AnyWordSpec:
+class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
   private val dir = Files.createTempDirectory("fleetsim-scenario-runs")
+  private val players = ExecutionContext.fromExecutorService(Executors.newFixedThreadPool(3))
+  override def afterAll(): Unit = players.shutdown()
+
+  /** `play`, started now on the players. */
+  private def playing[A](body: => A): Future[A] = Future(body)(using players)
+  private def result[A](played: Future[A]): A = Await.result(played, 5.minutes)
 
   /** Runs `scenario` with `flags` for its length, as the command line would; its summary. */
   private def play(scenario: Path, flags: String*): (RunSettings, Summary) =
@@ -37,9 +46,27 @@ class ScenarioRunSpec extends AnyWordSpec:
 
   private def shipped(name: String): Path = Path.of("scenarios", name)
 
+  private val powerCut = playing(play(shipped("power-cut.conf"), "--seed", "42"))
+  /** Against a reference controller in its own process: the summary, and what its /admin/counts said at the end. */
+  private val partition = playing {
+    val controller = ProcessBuilder(ChildJvm.command("256m", Seq("controller", "--port", "0", "--heartbeat-interval", "2s",
+      "--state-dir", Files.createTempDirectory(dir, "state").toString)).asJava).start()
+    try
+      val banner = java.io.BufferedReader(java.io.InputStreamReader(controller.getInputStream)).readLine()
+      val url = "http://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
+      val (_, s) = play(shipped("partition.conf"), "--controller", url, "--seed", "3")
+      val counts = java.net.http.HttpClient.newHttpClient().send(
+        java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
+      (s, counts.body)
+    finally controller.destroy()
+  }
+  private val rebootWave = playing(play(shipped("reboot-wave.conf"), "--seed", "7"))
+  private val brokerFailover = playing(play(shipped("broker-failover.conf")))
+  private val rollouts = Seq("http", "ssh", "mqtt").map(t => t -> playing(play(shipped("config-rollout.conf"), "--transport", t))).toMap
+
   "scenarios/power-cut.conf" should {
     "cut the power of exactly the seeded 30%, bring them all back with a fresh join each, and pass its thresholds" in {
-      val (settings, s) = play(shipped("power-cut.conf"), "--seed", "42")
+      val (settings, s) = result(powerCut)
       assert(settings.fleet.devices == 200 && s.run.seed == 42 && s.run.scenario.contains("scenarios/power-cut.conf"))
       val cut = s.actions.head
       val drawn = (0 until 200).count(Selection.Share(0.3, 42).contains) // action 0 draws with the run's seed
@@ -53,7 +80,7 @@ class ScenarioRunSpec extends AnyWordSpec:
 
   "scenarios/reboot-wave.conf" should {
     "reboot half the fleet in a wave, every device back, and pass its thresholds" in {
-      val (_, s) = play(shipped("reboot-wave.conf"), "--seed", "7")
+      val (_, s) = result(rebootWave)
       val wave = s.actions.head
       val drawn = (0 until 300).count(Selection.Share(0.5, 7).contains)
       assert(wave.kind == "reboot-wave" && wave.cut == drawn && wave.recovered == drawn, wave)
@@ -64,29 +91,21 @@ class ScenarioRunSpec extends AnyWordSpec:
 
   "scenarios/partition.conf" should {
     "cut the seeded quarter off on the fleet's side of a reference controller in its own process, and have them all back, none lost" in {
-      val controller = ProcessBuilder(ChildJvm.command("256m", Seq("controller", "--port", "0", "--heartbeat-interval", "2s",
-        "--state-dir", Files.createTempDirectory(dir, "state").toString)).asJava).start()
-      try
-        val banner = java.io.BufferedReader(java.io.InputStreamReader(controller.getInputStream)).readLine()
-        val url = "http://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
-        val (_, s) = play(shipped("partition.conf"), "--controller", url, "--seed", "3")
-        val partition = s.actions.head
-        val drawn = (0 until 200).count(Selection.Share(0.25, 3).contains)
-        assert(partition.kind == "partition" && partition.devices == drawn && partition.cut == drawn && partition.recovered == drawn, partition)
-        assert(s.devices.byState("Reporting") == 200, Summary.render(s))
-        // Cut off for 10 s with heartbeats every 2 s, each lost after 2 s: most lost three and joined again.
-        assert(s.messages("heartbeat").failures.getOrElse("timedOut", 0L) > 0 && s.messages("join").ok >= 200 + drawn / 2, Summary.render(s))
-        val counts = java.net.http.HttpClient.newHttpClient().send(
-          java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
-        assert(counts.body.contains("\"registered\":200"), counts.body)
-        assert(s.verdict.exists(_.passed), Summary.render(s))
-      finally controller.destroy()
+      val (s, counts) = result(partition)
+      val cut = s.actions.head
+      val drawn = (0 until 200).count(Selection.Share(0.25, 3).contains)
+      assert(cut.kind == "partition" && cut.devices == drawn && cut.cut == drawn && cut.recovered == drawn, cut)
+      assert(s.devices.byState("Reporting") == 200, Summary.render(s))
+      // Cut off for 10 s with heartbeats every 2 s, each lost after 2 s: most lost three and joined again.
+      assert(s.messages("heartbeat").failures.getOrElse("timedOut", 0L) > 0 && s.messages("join").ok >= 200 + drawn / 2, Summary.render(s))
+      assert(counts.contains("\"registered\":200"), counts)
+      assert(s.verdict.exists(_.passed), Summary.render(s))
     }
   }
 
   "scenarios/broker-failover.conf" should {
     "have every MQTT sensor reconnect after the broker drops them all, and pass its thresholds" in {
-      val (settings, s) = play(shipped("broker-failover.conf"))
+      val (settings, s) = result(brokerFailover)
       assert(settings.transport.name == "mqtt")
       val drop = s.actions.head
       assert(drop.kind == "broker-drop" && drop.devices == 300 && drop.cut == 300 && drop.recovered == 300, drop)
@@ -95,9 +114,21 @@ class ScenarioRunSpec extends AnyWordSpec:
     }
   }
 
+  "scenarios/config-rollout.conf" should {
+    for transport <- Seq("http", "ssh", "mqtt") do
+      s"converge over $transport: every device applies the new configuration, and how long that took is reported" in {
+        val (settings, s) = result(rollouts(transport))
+        assert(settings.transport.name == transport)
+        val rollout = s.actions.head
+        assert(rollout.name == "rollout" && rollout.kind == "config-push" && rollout.cut == 100 && rollout.recovered == 100, rollout)
+        assert(rollout.recoveryMs.p100.exists(_ > 0), rollout) // the convergence: the last device's apply, from the push
+        assert(s.verdict.exists(_.passed), Summary.render(s))
+      }
+  }
+
   "every scenario in scenarios/" should {
     "be one this suite runs" in {
       val files = Files.list(Path.of("scenarios")).iterator.asScala.map(_.getFileName.toString).filter(_.endsWith(".conf")).toSet
-      assert(files == Set("power-cut.conf", "reboot-wave.conf", "partition.conf", "broker-failover.conf"))
+      assert(files == Set("power-cut.conf", "reboot-wave.conf", "partition.conf", "broker-failover.conf", "config-rollout.conf"))
     }
   }

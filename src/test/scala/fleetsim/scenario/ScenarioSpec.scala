@@ -69,7 +69,7 @@ class ScenarioSpec extends AnyWordSpec:
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = lots, for = 5s } } ]",
         "devices must be a share (30%), a range of device numbers (100-199) or all")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, powercut { devices = 30%, for = 5s } } ]",
-        "unknown key 'powercut' in an action (its kinds: power-cut, reboot-wave, partition, degrade, controller-fault, broker-drop) (did you mean power-cut?)")
+        "unknown key 'powercut' in an action (its kinds: power-cut, reboot-wave, partition, degrade, controller-fault, broker-drop, config-push) (did you mean power-cut?)")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30%, for = 5s, why = 1 } } ]",
         "unknown key 'why' in a power-cut")
       at(4, "stages = [ { devices = 5, hold = 1m } ]\nactions = [\n { at = 5s, power-cut { devices = 30%, for = 5s } }\n" +

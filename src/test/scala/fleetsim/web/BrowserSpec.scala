@@ -78,6 +78,7 @@ class BrowserSpec extends AnyWordSpec with Eventually:
           eventually(assert(driver.findElement(By.id("control-said")).getText.startsWith("""{"action":"power-cut","devices":10,""")))
           eventually(assert(driver.findElement(By.id("state-Off")).getText == "30"))
           eventually(assert(driver.findElement(By.id("state-Off")).getText == "20" && driver.findElement(By.id("state-Reporting")).getText == "40"))
+          assert(js(driver, "return window.fleetsim.actions.map(a => a.name).join()") == "power-cut") // marked on the live charts
         }
         Await.result(run.finish("test over"), 60.seconds)
       }
@@ -98,6 +99,7 @@ class BrowserSpec extends AnyWordSpec with Eventually:
         val tables = driver.findElements(By.tagName("table")).asScala.map(_.getText)
         assert(tables.exists(_.contains("heartbeat")), tables)
         assert(tables.exists(t => t.startsWith("action") && t.contains("power-cut")), tables) // the dashboard test's power cut
+        assert(js(driver, "return window.fleetsimReport.actions.join()") == "power-cut") // marked on the charts over its span
         screenshot(driver, "report.png")
       }
     }

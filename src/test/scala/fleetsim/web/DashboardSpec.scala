@@ -145,6 +145,20 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       }
   }
 
+  "/api/actions/partition" should {
+    "cut the devices asked for off on the fleet's side until it heals, and say in the summary they all came back" in
+      withReportingRun("api/actions/partition", atEnd = s => {
+        val partition = s.actions.find(_.kind == "partition").get
+        assert(partition.devices == 2 && partition.cut == 2 && partition.recovered == 2 && partition.recoveryMs.p100.isDefined, partition)
+      }) { (run, url, _) =>
+        val cut = send(url, "POST", """{"devices": "0-1", "for": "2s", "seed": 5}""")
+        assert(cut.statusCode == 202 && cut.body == """{"action":"partition","devices":2,"seed":5,"for":"2 seconds"}""", cut.body)
+        // Heartbeats every 10 s may not fall in 2 s: the two are back as it heals, Reporting all along.
+        eventually(timeout(Span(10, Seconds)))(assert(run.metrics.snapshot().actions.get(0).exists(_.recovery.count == 2)))
+        assert(run.metrics.devicesByState(Reporting) == 5)
+      }
+  }
+
   "/api/actions/reboot-wave" should {
     "reboot a share of the devices spread over a while, each joining afresh; 400 with why for a bad ask" in
       withReportingRun("api/actions/reboot-wave") { (run, url, joins) =>
