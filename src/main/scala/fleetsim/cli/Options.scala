@@ -318,6 +318,7 @@ object Options:
     for flag <- flags; value <- scala.util.Try(config.getValue(flag.path)).toOption do // unset, or a ${...} resolved later
       val default = if reference.hasPath(flag.path) then reference.getValue(flag.path).unwrapped else null
       def problemOf(unwrapped: AnyRef): Option[String] = unwrapped match
+        case _: java.util.Map[?, ?] if flag == Flag.Threshold => None // a block with abort-on-fail: checked with the figures
         case text: String => flag.kind.problem(text)
         case n: java.lang.Number => flag.kind.problem(n.toString)
         case b: java.lang.Boolean => flag.kind.problem(if b then "on" else "off")

@@ -82,7 +82,9 @@ final class Figures(kinds: Seq[MessageKind], profile: String, actions: Seq[Strin
         if a.cut == 0 then Left(s"no data: action $name cut no device's power")
         else value(a.recoveryMs).toRight(s"no data: ${a.neverBack} of ${a.cut} devices never came back")
       })
-    } ++ ActionCounts.toSeq.map((c, value) => Figure(s"action.$name.$c", Measure.Count, s => acted(s).map(value(_).toDouble))) :+
+    } ++ ActionCounts.toSeq.map((c, value) => Figure(s"action.$name.$c", Measure.Count, s => acted(s).map(value(_).toDouble))) ++
+      Window.toSeq.map { case (f, (measure, value)) => Figure(s"action.$name.$f", measure, s => acted(s).flatMap(_.during.map(value).toRight(
+        s"no data: the run ended before a second of action $name was sampled"))) } :+
       Figure(s"action.$name.convergence", Measure.Time, s => acted(s).flatMap { a => // recovery.p100, by the name a rollout's is known by
         if a.cut == 0 then Left(s"no data: action $name reached no device")
         else a.recoveryMs.p100.toRight(s"no data: ${a.neverBack} of ${a.cut} devices never applied it")
@@ -94,7 +96,7 @@ final class Figures(kinds: Seq[MessageKind], profile: String, actions: Seq[Strin
     val periodic = kinds.filter(_.periodic).map(_.key)
     val lateness = if periodic.isEmpty then "" else s"; lateness.<kind>.{${names(Percentiles.keys.toSeq)}} for ${names(periodic)}"
     val scripted = if actions.isEmpty then "" else
-      s"; action.<name>.recovery.{${names(Recovery.keys.toSeq)}} and action.<name>.{${names((ActionCounts.keys ++ Seq("convergence")).toSeq)}} for ${names(actions)}"
+      s"; action.<name>.recovery.{${names(Recovery.keys.toSeq)}} and action.<name>.{${names((ActionCounts.keys ++ Seq("convergence") ++ Window.keys).toSeq)}} for ${names(actions)}"
     s"the figures of device profile $profile are latency.<kind>.{${names(Percentiles.keys.toSeq)}} and " +
       s"messages.<kind>.{${names(Counts.keys.toSeq)}} for ${names(kinds.map(_.key))}$lateness; errors.{count, rate}; " +
       s"devices.{target, started}; devices.byState.{${names(DeviceState.values.toSeq.map(_.toString))}}$scripted"
@@ -115,6 +117,9 @@ object Figures:
   val Counts: ListMap[String, MessageCounts => Long] = ListMap("sent" -> (_.sent), "ok" -> (_.ok), "forbidden" -> (_.forbidden), "failed" -> (_.failed))
   /** An action's recovery percentiles, as [[RecoverySummary]] has them. */
   val Recovery: ListMap[String, RecoverySummary => Option[Double]] = ListMap("p50" -> (_.p50), "p90" -> (_.p90), "p99" -> (_.p99), "p100" -> (_.p100))
+  /** What the controller went through while an action lasted, as [[ActionWindow]] has it. */
+  val Window: ListMap[String, (Measure, ActionWindow => Double)] = ListMap(
+    "joins-per-s" -> (Measure.Count, _.joinsPerSPeak), "errors" -> (Measure.Count, _.errors.toDouble), "lateness.p99" -> (Measure.Time, _.latenessP99MsWorst))
   /** An action's counts, as [[ActionSummary]] has them. */
   val ActionCounts: ListMap[String, ActionSummary => Long] =
     ListMap("devices" -> (_.devices), "cut" -> (_.cut), "recovered" -> (_.recovered), "never-back" -> (_.neverBack))

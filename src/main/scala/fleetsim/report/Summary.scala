@@ -79,19 +79,27 @@ final case class PushesSummary(received: Long, acknowledged: Long, pushToAckMs: 
   *   cut: a percentile that devices never back fall in has none (p100 has none if any never came back)
   */
 final case class ActionSummary(name: String, kind: String, atS: Double, forS: Double, devices: Long, cut: Long, recovered: Long, neverBack: Long,
-    recoveryMs: RecoverySummary)
+    recoveryMs: RecoverySummary, during: Option[ActionWindow] = None)
+/** What the controller went through while an action lasted: from its start until its span was over
+  * and every device it cut was back (or the run ended), `seconds` long.
+  *
+  * @param joinsPerSPeak the most joins answered ok in a second (connects, for devices that join by connecting)
+  * @param errors errors in it, as the run's errors count them
+  * @param latenessP99MsWorst the worst second's lateness p99 of the scheduled sends, in ms
+  */
+final case class ActionWindow(seconds: Double, joinsPerSPeak: Double, errors: Long, latenessP99MsWorst: Double)
 final case class RecoverySummary(p50: Option[Double], p90: Option[Double], p99: Option[Double], p100: Option[Double])
 
 object ActionSummary:
   /** An action's summary from its devices' figures: `recovery` has a time per device recovered. */
-  def of(name: String, kind: String, atS: Double, forS: Double, devices: Long, figures: ActionSnapshot): ActionSummary =
+  def of(name: String, kind: String, atS: Double, forS: Double, devices: Long, figures: ActionSnapshot, during: Option[ActionWindow]): ActionSummary =
     val recovered = figures.recovery.count.min(figures.cut)
     /** The time by which `q`% of the devices cut were back: a device never back counts as later than any. */
     def percentile(q: Double): Option[Double] =
       val rank = math.ceil(q / 100 * figures.cut).toLong.max(1)
       Option.when(figures.cut > 0 && rank <= recovered)(figures.recovery.percentile(100.0 * rank / recovered))
     ActionSummary(name, kind, atS, forS, devices, figures.cut, recovered, figures.cut - recovered,
-      RecoverySummary(percentile(50), percentile(90), percentile(99), percentile(100)))
+      RecoverySummary(percentile(50), percentile(90), percentile(99), percentile(100)), during)
 
 /** A transport's own section of the summary (SSH's `tunnels`, MQTT's `mqtt`): what its devices'
   * sessions did. Its kind supplies it ([[fleetsim.run.TransportKind]]).
@@ -215,6 +223,7 @@ object Summary:
       val kind = if a.kind == a.name then "" else s" (${a.kind})"
       lines += f"  action ${a.name}$kind at ${a.atS}%.1f s for ${a.forS}%.1f s: ${a.devices} devices, $back; recovery p50 ${time(a.recoveryMs.p50)}, " +
         s"p90 ${time(a.recoveryMs.p90)}, p99 ${time(a.recoveryMs.p99)}, p100 ${time(a.recoveryMs.p100)}"
+      a.during.foreach(w => lines += f"    over ${w.seconds}%.0f s: joins at most ${w.joinsPerSPeak}%.0f/s, ${w.errors} errors, lateness p99 at worst ${w.latenessP99MsWorst}%.1f ms")
     }
     s.verdict.foreach(v => lines ++= Verdict.render(v))
     lines.result().mkString("\n")

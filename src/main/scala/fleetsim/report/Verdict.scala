@@ -26,9 +26,19 @@ object Verdict:
     }
     Verdict(judged.forall(_.passed), judged.count(!_.passed), judged)
 
-  /** `summary` with its verdict on `thresholds`; as it was when there are none. */
-  def judged(summary: Summary, thresholds: Seq[Threshold]): Summary =
-    if thresholds.isEmpty then summary else summary.copy(verdict = Some(judge(thresholds, summary)))
+  /** `summary` with its verdict on `thresholds`; as it was when there are none. `abortedBy` is the
+    * threshold that aborted the run, its figure's value then, and why: failed with that value, whatever
+    * its figure came to by the end.
+    */
+  def judged(summary: Summary, thresholds: Seq[Threshold], abortedBy: Option[(Threshold, Double, String)] = None): Summary =
+    if thresholds.isEmpty then summary
+    else
+      val v = judge(thresholds, summary)
+      val marked = abortedBy.fold(v) { (aborting, value, why) =>
+        val list = v.thresholds.map(j => if j.threshold == aborting.text then j.copy(value = Some(value), passed = false, message = why) else j)
+        Verdict(list.forall(_.passed), list.count(!_.passed), list)
+      }
+      summary.copy(verdict = Some(marked))
 
   /** The verdict table, for people: a line for the verdict, then one a threshold with its figure's value. */
   def render(v: Verdict): Seq[String] =

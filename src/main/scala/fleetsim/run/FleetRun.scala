@@ -46,6 +46,10 @@ final class FleetRun private (
   @volatile private var wanted = settings.startsWith
   /** The actions started, in order: action i is the cause of its devices' power switches. */
   @volatile private var acted = Vector.empty[FleetRun.Acted]
+  /** What the controller went through while each action lasted. */
+  private val windows = ActionWindows(settings.profile.join.map(_.kind.key) match
+    case Some(join) => s => s.byKind.get(join).fold(0L)(_.ok)
+    case None => s => s.tunnels.opened) // devices that join by opening their session
   /** The actions started since the last sample, for the next to mark. */
   private val unmarked = java.util.concurrent.ConcurrentLinkedQueue[ActionMark]()
   private val ended = Promise[Summary]()
@@ -85,7 +89,9 @@ final class FleetRun private (
       devices.snapshot().map { snapshot =>
         val marks = Iterator.continually(unmarked.poll()).takeWhile(_ != null).toList
         val sample = sampler.sample(snapshot, devices.cluster.fold(Map.empty)(_.nodes), wanted).copy(actions = marks)
+        windows.second(snapshot, sample)
         each(_.sample(sample))
+        judgeOnTheWay(snapshot)
       }(using io).onComplete(_ => sampling.set(false))
 
   /** Gives `output` every sample from now on, and the summary at the end. */
@@ -134,6 +140,7 @@ final class FleetRun private (
       val a = FleetRun.Acted(unique, action.kind, elapsed, action.span, reached)
       acted :+= a
       unmarked.add(ActionMark(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0))
+      windows.open(acted.size - 1, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0)
       acted.size - 1
     }
     action match
@@ -201,19 +208,7 @@ final class FleetRun private (
         _ <- drained(Deadline.now + settings.drainWait)
         snapshot <- devices.snapshot()
       yield
-        val ended = Instant.now
-        val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
-          stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name, settings.seed,
-          settings.scenario.map(_._1.file.toString))
-        val actions = acted.zipWithIndex.map { (a, number) =>
-          ActionSummary.of(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0, a.reached,
-            snapshot.actions.getOrElse(number, ActionSnapshot(0, Times.empty)))
-        }
-        val summary = Verdict.judged(
-          Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
-            process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key))
-            .copy(actions = actions.toList),
-          settings.thresholds)
+        val summary = Verdict.judged(summaryOf(stopReason, before, snapshot, cluster), settings.thresholds, abortedBy)
         each(_.finish(summary))
         summary
       // The results are written before the devices stop: stopping tens of thousands of sessions over
@@ -229,6 +224,39 @@ final class FleetRun private (
       closed
     }
   }
+
+  /** The run's figures as a summary: `before` taken before the devices stopped (their states and
+    * sessions), `snapshot` after. The same at the end and, for the thresholds that abort, every second.
+    */
+  private def summaryOf(stopReason: String, before: MetricsSnapshot, snapshot: MetricsSnapshot, cluster: Option[fleetsim.report.ClusterSummary]): Summary =
+    val ended = Instant.now
+    val info = RunInfo(startedAt.toString, ended.toString, (ended.toEpochMilli - startedAt.toEpochMilli) / 1000.0,
+      stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name, settings.seed,
+      settings.scenario.map(_._1.file.toString))
+    val actions = acted.zipWithIndex.map { (a, number) =>
+      ActionSummary.of(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0, a.reached,
+        snapshot.actions.getOrElse(number, ActionSnapshot(0, Times.empty)), windows.of(number))
+    }
+    Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,
+      process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key))
+      .copy(actions = actions.toList)
+
+  /** The thresholds that abort the run when they fail ([[fleetsim.report.Threshold.abortOnFail]]). */
+  private val aborting = settings.thresholds.filter(_.abortOnFail)
+  /** The one that did, and why: failed in the verdict whatever its figure is at the end. */
+  @volatile private var abortedBy: Option[(fleetsim.report.Threshold, Double, String)] = None
+
+  /** Stops the run, as a failed verdict, the first second a threshold that aborts fails on a value (a
+    * figure with no value yet — nothing measured — waits).
+    */
+  private def judgeOnTheWay(snapshot: MetricsSnapshot): Unit =
+    if aborting.nonEmpty && finishing.isEmpty then
+      val now = summaryOf("running", snapshot, snapshot, devices.cluster)
+      aborting.iterator.flatMap(t => t.figure.read(now).toOption.filterNot(t.holds).map(t -> _)).nextOption().foreach { (t, value) =>
+        val why = f"${t.figure.name} was ${t.figure.measure.show(value)} at ${now.run.durationS}%.0f s, not ${t.comparison.symbol} ${t.figure.measure.show(t.bound)}: the run aborted"
+        abortedBy = Some((t, value, why))
+        stop(s"aborted: ${t.text} failed")
+      }
 
   /** Stops waiting for the calls in flight (Ctrl-C a second time): the summary counts them failed, interrupted. */
   def hurry(): Unit = hurried = true

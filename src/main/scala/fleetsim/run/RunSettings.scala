@@ -135,14 +135,23 @@ object RunSettings:
         throw IllegalArgumentException(s"${action.where}: broker-drop drops the embedded broker's connections: run the scenario with --transport mqtt")
 
   /** The run's thresholds, each checked against the figures its profile's runs have: a mistake names
-    * where the threshold came from (--threshold, its variable, or a config file's file:line).
+    * where the threshold came from (--threshold, its variable, or a file's file:line). In a file, one
+    * may be a block, `{ threshold = "errors.rate < 5%", abort-on-fail = true }`.
     */
   private def thresholds(config: Config, figures: Figures): Seq[Threshold] =
     config.getList("fleetsim.run.thresholds").asScala.toSeq.map { value =>
-      val text = String.valueOf(value.unwrapped)
+      def refuse(problem: String) = throw IllegalArgumentException(s"${fleetsim.HoconChecks.where(value)}: $problem")
+      val (text, abort) = value match
+        case block: com.typesafe.config.ConfigObject =>
+          val c = block.toConfig
+          for key <- fleetsim.HoconChecks.inFileOrder(block) if key != "threshold" && key != "abort-on-fail" do
+            refuse(s"unknown key '$key' in a threshold block: it has threshold and abort-on-fail")
+          if !c.hasPath("threshold") then refuse("""a threshold block needs threshold, like { threshold = "errors.rate < 5%", abort-on-fail = true }""")
+          val abort = try c.hasPath("abort-on-fail") && c.getBoolean("abort-on-fail")
+            catch case _: com.typesafe.config.ConfigException => refuse("abort-on-fail must be true or false")
+          (String.valueOf(c.getValue("threshold").unwrapped), abort)
+        case _ => (String.valueOf(value.unwrapped), false)
       Threshold.parse(text).flatMap(figures.threshold) match
-        case Right(threshold) => threshold
-        case Left(problem) =>
-          val quoted = if problem.startsWith(s"'$text'") then problem else s"'$text': $problem"
-          throw IllegalArgumentException(s"${fleetsim.HoconChecks.where(value)}: $quoted")
+        case Right(threshold) => threshold.copy(abortOnFail = abort)
+        case Left(problem) => refuse(if problem.startsWith(s"'$text'") then problem else s"'$text': $problem")
     }

@@ -17,18 +17,18 @@ import scala.jdk.CollectionConverters.*
 /** The scenarios shipped in scenarios/, each run as `./fleetsim run --scenario FILE` runs it, against
   * the embedded reference controller: each passes its own thresholds on this machine, and what its
   * actions did is in the summary as a user would check it. A scenario mostly waits on its timeline,
-  * so three play at a time, all started as the spec starts, and each test takes its own's summary.
+  * so four play at a time, all started as the spec starts, and each test takes its own's summary.
   */
 class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
   private val dir = Files.createTempDirectory("fleetsim-scenario-runs")
-  private val players = ExecutionContext.fromExecutorService(Executors.newFixedThreadPool(3))
+  private val players = ExecutionContext.fromExecutorService(Executors.newFixedThreadPool(4))
   override def afterAll(): Unit = players.shutdown()
 
   /** `play`, started now on the players. */
   private def playing[A](body: => A): Future[A] = Future(body)(using players)
   private def result[A](played: Future[A]): A = Await.result(played, 5.minutes)
 
-  /** Runs `scenario` with `flags` for its length, as the command line would; its summary. */
+  /** Runs `scenario` with `flags` for its length (or until it stops itself), as the command line would; its summary. */
   private def play(scenario: Path, flags: String*): (RunSettings, Summary) =
     val args = List("--scenario", scenario.toString, "--dashboard", "off", "--results", Files.createTempDirectory(dir, "run").toString) ++ flags
     val config = Options.parse("run", RunCommand.Flags, args) match
@@ -39,8 +39,8 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
     withSystem(config) {
       val run = Await.result(FleetRun.start(settings), 30.seconds)
       val length = settings.fleet.duration.get
-      summary = Await.result(after(length)(run.finish("duration reached"))(using summon[org.apache.pekko.actor.typed.ActorSystem[?]].classicSystem),
-        length + 60.seconds)
+      val ended = after(length)(run.finish("duration reached"))(using summon[org.apache.pekko.actor.typed.ActorSystem[?]].classicSystem)
+      summary = Await.result(Future.firstCompletedOf(Seq(run.finished, ended))(using ExecutionContext.parasitic), length + 60.seconds)
     }
     (settings, summary)
 
@@ -63,6 +63,14 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
   private val rebootWave = playing(play(shipped("reboot-wave.conf"), "--seed", "7"))
   private val brokerFailover = playing(play(shipped("broker-failover.conf")))
   private val rollouts = Seq("http", "ssh", "mqtt").map(t => t -> playing(play(shipped("config-rollout.conf"), "--transport", t))).toMap
+  private val aborted = playing(play(Files.writeString(dir.resolve("abort.conf"), """
+    stages = [ { devices = 50, over = 1s }, { hold = 40s } ]
+    actions = [ { at = 3s, controller-fault { error-rate = 100%, for = 30s } } ]
+    thresholds = [
+      { threshold = "errors.rate < 5%", abort-on-fail = true }
+      "devices.started == 50"
+    ]
+    """)))
 
   "scenarios/power-cut.conf" should {
     "cut the power of exactly the seeded 30%, bring them all back with a fresh join each, and pass its thresholds" in {
@@ -74,6 +82,8 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
       assert(s.controller.get.received("join") == 200 + drawn) // each came back with a join of its own
       // Timed from each device's power-on, 6 s after the cut, to Reporting: within what was left of the run.
       assert(cut.atS >= 5 && cut.atS <= 8 && cut.recoveryMs.p100.exists(p => p > 0 && p < (s.run.durationS - cut.atS - 6) * 1000), cut)
+      // What the controller absorbed meanwhile: the herd's joins, back together after the outage.
+      assert(cut.during.exists(w => w.seconds >= 6 && w.joinsPerSPeak >= drawn / 4 && w.errors == 0), cut)
       assert(s.verdict.exists(_.passed), Summary.render(s))
     }
   }
@@ -95,6 +105,7 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
       val cut = s.actions.head
       val drawn = (0 until 200).count(Selection.Share(0.25, 3).contains)
       assert(cut.kind == "partition" && cut.devices == drawn && cut.cut == drawn && cut.recovered == drawn, cut)
+      assert(cut.during.exists(w => w.seconds >= 10 && w.errors > 0), cut) // the cut-off devices' lost calls
       assert(s.devices.byState("Reporting") == 200, Summary.render(s))
       // Cut off for 10 s with heartbeats every 2 s, each lost after 2 s: most lost three and joined again.
       assert(s.messages("heartbeat").failures.getOrElse("timedOut", 0L) > 0 && s.messages("join").ok >= 200 + drawn / 2, Summary.render(s))
@@ -124,6 +135,18 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
         assert(rollout.recoveryMs.p100.exists(_ > 0), rollout) // the convergence: the last device's apply, from the push
         assert(s.verdict.exists(_.passed), Summary.render(s))
       }
+  }
+
+  "A threshold that aborts on failure" should {
+    "stop the run the second it fails, with a failed verdict saying so" in {
+      val (_, s) = result(aborted)
+      assert(s.run.stopReason == "aborted: errors.rate < 5% failed" && s.run.durationS < 20, Summary.render(s))
+      val verdict = s.verdict.get
+      assert(!verdict.passed && verdict.failed == 1, Summary.render(s))
+      val judged = verdict.thresholds.head
+      assert(!judged.passed && judged.value.exists(_ >= 5) && judged.message.endsWith("the run aborted"), judged)
+      assert(s.controller.get.injectedErrors.values.sum > 0) // the controller fault's 500s
+    }
   }
 
   "every scenario in scenarios/" should {
