@@ -42,6 +42,10 @@ enum RunAction(val kind: String):
     * sessions drop, their calls and session opens fail after their timeout, whatever the controller or broker.
     */
   case Partition(reached: Reach, lasting: FiniteDuration) extends RunAction("partition")
+  /** The devices `reached` have a flapping link for `lasting`: cut off (as by a partition) for `down`
+    * at the start of every `every`.
+    */
+  case Flapping(reached: Reach, every: FiniteDuration, down: FiniteDuration, lasting: FiniteDuration) extends RunAction("flapping")
   /** The devices `reached` have a bad link for `lasting`: each call waits `latency` more, and a share
     * `loss` (0 to 1) of them is lost.
     */
@@ -64,6 +68,7 @@ enum RunAction(val kind: String):
     case PowerCut(_, outage) => outage
     case RebootWave(_, _, over, down) => over + down
     case Partition(_, lasting) => lasting
+    case Flapping(_, _, _, lasting) => lasting
     case Degrade(_, _, _, lasting) => lasting
     case ControllerFault(_, _, _, lasting) => lasting
 

@@ -42,7 +42,7 @@ final class ActionWindows(joins: MetricsSnapshot => Long):
       w.errors = errorsOf(snapshot) - w.startErrors
       w.worstLateness = w.worstLateness.max(lateness)
       w.seconds += elapsed
-      val back = snapshot.actions.get(w.number).forall(a => a.recovery.count >= a.cut)
+      val back = snapshot.actions.get(w.number).forall(a => a.recovery.count >= a.cut) // one that cut none is back at once
       if sample.elapsedS >= w.until && back then w.closed = true
     last = Some((snapshot, sample.elapsedS))
   }

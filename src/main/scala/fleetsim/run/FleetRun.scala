@@ -130,6 +130,7 @@ final class FleetRun private (
       case RunAction.PowerCut(reach, _) => inFleet(reach)
       case RunAction.RebootWave(share, seed, _, _) => inFleet(Reach(0, Int.MaxValue, Selection.Share(share, seed)))
       case RunAction.Partition(reach, _) => inFleet(reach)
+      case RunAction.Flapping(reach, _, _, _) => inFleet(reach)
       case RunAction.Degrade(reach, _, _, _) => inFleet(reach)
       case RunAction.ControllerFault(_, _, _, _) => 0L
       case RunAction.BrokerDrop | RunAction.ConfigPush => inFleet(Reach.All)
@@ -153,6 +154,15 @@ final class FleetRun private (
           system.scheduler.scheduleOnce(over * step / steps, () => if finishing.isEmpty then cut(slice, down, number))
       case RunAction.Partition(reach, lasting) => network(reach, NetworkFault.Partition, lasting, number)
       case RunAction.Degrade(reach, latency, loss, lasting) => network(reach, NetworkFault.Degrade(latency, loss), lasting, number)
+      case RunAction.Flapping(reach, every, down, lasting) =>
+        devices.switch(affect(reach, number, Device.Affect.Phase.Start))
+        val cycles = (lasting.toNanos / every.toNanos).max(1)
+        for cycle <- 0L until cycles do
+          val at = every * cycle
+          system.scheduler.scheduleOnce(at, () => if finishing.isEmpty then devices.network(number, reach, Some(NetworkFault.Partition)))
+          system.scheduler.scheduleOnce(at + down, () => if finishing.isEmpty then devices.network(number, reach, None))
+        system.scheduler.scheduleOnce(every * (cycles - 1) + down, () =>
+          if finishing.isEmpty then devices.switch(affect(reach, number, Device.Affect.Phase.End)))
       case RunAction.ControllerFault(errorRate, throttleRate, latency, lasting) =>
         embedded.foreach(_.inject(Faults(errorRate, latency.toMillis, throttleRate)))
         system.scheduler.scheduleOnce(lasting, () => embedded.foreach(_.inject(Faults())))

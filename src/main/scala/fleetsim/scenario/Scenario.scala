@@ -144,6 +144,16 @@ object Scenario:
       val lasting = checks.duration(c, "for", "a partition's for")
       seed => RunAction.Partition(Reach.parse(devices, seed).toOption.get, lasting)
     }),
+    Kind("flapping", Set("devices", "every", "down", "for"), "flapping { devices = 10%, every = 20s, down = 5s, for = 2m }", { (checks, c, block) =>
+      for key <- Seq("devices", "every", "down", "for") do checks.required(c, key, block, "a flapping link")
+      val devices = checks.reach(c)
+      val every = checks.duration(c, "every", "a flapping link's every")
+      val down = checks.duration(c, "down", "a flapping link's down")
+      if down >= every then checks.failAt(c, "down", "a flapping link is down for less than every, or it never comes up")
+      val lasting = checks.duration(c, "for", "a flapping link's for")
+      if lasting < every then checks.failAt(c, "for", "a flapping link flaps for at least one every")
+      seed => RunAction.Flapping(Reach.parse(devices, seed).toOption.get, every, down, lasting)
+    }),
     Kind("degrade", Set("devices", "latency", "loss", "for"), "degrade { devices = all, latency = 200ms, loss = 5%, for = 1m }", { (checks, c, block) =>
       checks.required(c, "devices", block, "a degraded link"); checks.required(c, "for", block, "a degraded link")
       val devices = checks.reach(c)

@@ -12,10 +12,53 @@ import java.nio.file.{Files, Path}
 import java.util.concurrent.TimeUnit
 import scala.jdk.CollectionConverters.*
 
-/** One fleet over a cluster of three nodes: spread, summed up, resized and cut from one dashboard,
-  * re-homed when a node dies, and an SSH fleet larger than one process may hold.
+/** One fleet over a cluster of `fleetsim node`s, each a JVM of its own on loopback, run by
+  * `fleetsim run --cluster` in another JVM, as a user starts them. One spec, so that its JVMs never
+  * run beside another cluster's (split in two, the suite took longer: 411 s against 300).
   */
-class ClusterSpec extends ClusterFixture:
+class ClusterSpec extends AnyWordSpec with Eventually:
+  /** A child JVM running fleetsim; its output lines are kept for the test to wait on. Up to seven of
+    * them at once (three nodes, the runner, a controller, two gateways), at a lower priority than
+    * other processes: on two cores, beside another suite, they took its CPU long enough that its
+    * calls timed out (2 s); they take what it leaves, and it is mostly waiting.
+    */
+  private final class Child(heap: String, val args: String*):
+    val process: Process = ProcessBuilder(ChildJvm.command(heap, args, niceness = 10).asJava)
+      .redirectErrorStream(true).start()
+    private val out = Output(process.getInputStream)
+    def output: String = out.text
+    def awaitLine(text: String, seconds: Int = 60): String = out.await(text, seconds)
+
+    def exit(seconds: Int): Int =
+      assert(process.waitFor(seconds, TimeUnit.SECONDS), s"did not exit within $seconds s; output:\n$output")
+      process.exitValue
+
+  private val children = scala.collection.mutable.ListBuffer.empty[Child]
+  private def child(args: String*): Child = withHeap("384m", args*)
+  private def withHeap(heap: String, args: String*): Child = { val c = Child(heap, args*); children += c; c }
+  /** Each test's JVMs die with it, pass or fail, so a failed test's nodes cannot starve the next. */
+  override def withFixture(test: NoArgTest) =
+    try super.withFixture(test)
+    finally
+      children.foreach(_.process.destroyForcibly())
+      children.foreach(_.process.waitFor(30, TimeUnit.SECONDS))
+      children.clear()
+
+  /** Devices that backed off during the cold start (a new JVM's first seconds refuse calls as
+    * overloaded) retry within 3 s, so the test's deadlines hold.
+    */
+  private lazy val quickBackoff: String =
+    val file = Files.createTempFile("fleetsim-cluster", ".conf")
+    Files.writeString(file, "fleetsim.device.backoff.max = 3s\n")
+    file.toString
+
+  /** Three nodes joined through the first. */
+  private def cluster(heap: String = "384m"): (Int, Seq[Child]) =
+    val ports = Seq.fill(3)(freePort())
+    val nodes = ports.map(p => withHeap(heap, "node", "--cluster-port", p.toString, "--seed-nodes", s"127.0.0.1:${ports.head}"))
+    nodes.foreach(_.awaitLine("fleetsim: node", seconds = 120))
+    (ports.head, nodes)
+
   "a fleet over three nodes" should {
     "spread its devices over the nodes, bring every one to Reporting, and sum up to what the controller received" in {
       val (seed, _) = cluster()
@@ -148,3 +191,143 @@ class ClusterSpec extends ClusterFixture:
     }
   }
 
+  "nodes started with --discovery" should {
+    "find each other by Cluster Bootstrap, without seed nodes, and carry a run together" in {
+      val (ports, management) = (Seq.fill(3)(freePort()), Seq.fill(3)(freePort()))
+      val endpoints = management.map(p => s"""{ host = "127.0.0.1", port = $p }""").mkString(", ")
+      val discovery = Files.writeString(Files.createTempFile("fleetsim-discovery", ".conf"),
+        s"pekko.discovery.config.services.fleetsim-nodes.endpoints = [$endpoints]\n").toString
+      val nodes = ports.zip(management).map((p, m) =>
+        child("node", "--cluster-port", p.toString, "--discovery", "config", "--management-port", m.toString, "--config", discovery))
+      nodes.foreach(_.awaitLine("finding the other nodes of fleetsim-nodes by config discovery", seconds = 120))
+      val (run, results) = fleetOver(ports.last)
+      awaitReporting(results, 3000, within = 90)
+      val spread = stop(run, results).cluster.get
+      assert(spread.nodes.size == 3 && spread.nodes.values.forall(_ == 1000), spread)
+      // Kubernetes' probes: Pekko Management's health checks on each node.
+      val ready = java.net.http.HttpClient.newHttpClient().send(
+        java.net.http.HttpRequest.newBuilder(java.net.URI(s"http://127.0.0.1:${management.head}/ready")).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString())
+      assert(ready.statusCode == 200, ready.body)
+    }
+  }
+
+  "a node stopped with SIGTERM" should {
+    "hand its devices over to the others before it leaves" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed)
+      awaitReporting(results, 3000, within = 60)
+      nodes.last.process.destroy() // SIGTERM
+      nodes.last.exit(30)
+      awaitSpread(results, nodes = 2, within = 20)
+      awaitReporting(results, 3000, within = 20)
+      val summary = stop(run, results)
+      val spread = summary.cluster.get
+      assert(spread.nodes.size == 2 && spread.nodes.values.sum == 3000, spread)
+      assert(summary.controller.get.duplicates == 0) // a block handed over stops before it starts elsewhere
+    }
+  }
+
+  "a node whose process was stopped past the cluster's decision" should {
+    "hold its devices back when it wakes, so no device calls alongside its re-homed copy" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed)
+      awaitReporting(results, 3000, within = 60)
+      val frozen = nodes.last
+      signal("STOP", frozen) // a paused VM, a long GC: the others down it and start its block again
+      awaitSpread(results, nodes = 2, within = 45)
+      signal("CONT", frozen) // its devices wake with their sends overdue
+      frozen.awaitLine("its devices hold back until it knows it is still a member", seconds = 30)
+      frozen.exit(60) // it learns it was downed, and its process ends
+      val summary = stop(run, results)
+      assert(summary.controller.get.duplicates == 0, frozen.output)
+      assert(summary.devices.byState("Reporting") == 3000)
+    }
+  }
+
+  "the nodes of a run whose runner is killed" should {
+    "stop its devices once the cluster has downed the runner" in {
+      val (seed, nodes) = cluster()
+      val (run, results) = fleetOver(seed)
+      awaitReporting(results, 3000, within = 60)
+      run.process.destroyForcibly()
+      nodes.foreach(_.awaitLine("left the cluster; stopping its devices here", seconds = 60))
+    }
+  }
+
+  "a node whose share cannot fit" should {
+    "refuse the run before it starts, in one line with the numbers" in {
+      val port = freePort()
+      child("node", "--cluster-port", port.toString).awaitLine("fleetsim: node")
+      val run = child("run", "--cluster", s"127.0.0.1:$port", "--devices", "1000000", "--dashboard", "off",
+        "--results", Files.createTempDirectory("fleetsim-cluster").toString) // not ./results, where the suites beside it run
+      assert(run.exit(60) == 1, run.output)
+      val refusal = run.output.linesIterator.find(_.startsWith("fleetsim: node ")).getOrElse(fail(run.output))
+      assert(refusal.contains("refused the run") && refusal.contains("heap") && refusal.contains("1000000"), refusal)
+      assert(!run.output.contains("\tat "), run.output)
+    }
+  }
+
+  /** `run --cluster` of 3,000 devices over the three nodes, and its results folder, once the run has
+    * placed its devices (four JVMs starting on two cores take from seconds to a minute to get there).
+    * It runs until the test [[stop]]s it: a duration would race the test on a slow machine.
+    */
+  private def fleetOver(seed: Int, more: String*): (Child, Path) =
+    val results = Files.createTempDirectory("fleetsim-cluster")
+    val run = child(Seq("run", "--config", quickBackoff, "--cluster", s"127.0.0.1:$seed", "--cluster-nodes", "3", "--devices", "3000",
+      "--ramp-rate", "600", "--heartbeat-interval", "2s", "--stats-interval", "3s", "--results", results.toString) ++
+      (if more.isEmpty then Seq("--dashboard", "off") else more)*)
+    run.awaitLine("3000 http devices against", seconds = 150)
+    (run, results)
+
+  /** Stops the run as Ctrl-C does, and reads the summary it writes on the way out. */
+  private def stop(run: Child, results: Path): Summary =
+    signal("TERM", run)
+    run.exit(180)
+    val file = results.resolve(Summary.FileName)
+    assert(Files.exists(file), s"no summary.json; the run's output ended:\n${run.output.takeRight(4000)}")
+    val summary = Summary.read(file)
+    assert(summary.run.stopReason == "interrupted", run.output)
+    summary
+
+  /** Every call the devices counted delivered reached the controller, and the controller received no
+    * call the devices did not send. Between the two: calls that timed out at the device after the
+    * controller took them (four JVMs starting on two cores, a handshake storm), counted failed.
+    */
+  private def reconciles(messages: Map[String, fleetsim.report.MessageCounts], received: Map[String, Long]): Unit =
+    for (kind, m) <- messages do
+      assert(m.ok <= received(kind) && received(kind) <= m.ok + m.failed,
+        s"$kind: ${m.ok} delivered, ${m.failed} failed, ${received(kind)} received")
+
+  /** The run's latest sample, from its time-series file. */
+  private def latest(results: Path): Option[fleetsim.metrics.Sample] =
+    val file = results.resolve("timeseries.jsonl")
+    if !Files.exists(file) then None
+    else Files.readAllLines(file).asScala.filter(_.nonEmpty).lastOption.map(com.github.plokhotnyuk.jsoniter_scala.core.readFromString[fleetsim.metrics.Sample](_))
+
+  private def reporting(results: Path): Long = latest(results).fold(0L)(_.devices.getOrElse("Reporting", 0L))
+
+  private def signal(name: String, child: Child): Unit =
+    assert(ProcessBuilder("kill", s"-$name", child.process.pid.toString).start().waitFor() == 0)
+
+  /** Waits until `devices` are Reporting; if they are not, fails with what the fleet was doing and what the run printed. */
+  private def awaitReporting(results: Path, devices: Long, within: Int): Unit =
+    val waited = System.nanoTime()
+    try eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) == devices))
+    catch case e: org.scalatest.exceptions.TestFailedDueToTimeoutException =>
+      val last = latest(results)
+      val (runs, others) = children.partition(_.args.headOption.contains("run"))
+      fail(s"${reporting(results)} of $devices Reporting after $within s; devices by state ${last.map(_.devices)}, by node ${last.map(_.nodes)}, " +
+        s"errors ${last.map(_.errors)}, rates ${last.map(_.rates)}; the run's output ended:\n${runs.map(_.output.takeRight(3000)).mkString}" +
+        others.map(c => s"\n--- ${c.args.take(3).mkString(" ")}, exited: ${!c.process.isAlive}; its output ended:\n${c.output.takeRight(1500)}").mkString, e)
+    info(f"$devices Reporting ${(System.nanoTime() - waited) / 1e9}%.1f s into the wait")
+
+  /** Waits until the run's devices are all on `nodes` nodes: a lost node's block started again on the others. */
+  private def awaitSpread(results: Path, nodes: Int, within: Int): Unit =
+    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis))) {
+      val spread = latest(results).fold(Map.empty[String, Long])(_.nodes)
+      assert(spread.size == nodes && spread.values.sum == 3000, spread)
+    }
+
+  private def awaitFewer(results: Path, devices: Long, within: Int): Unit =
+    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) < devices, "the lost node's devices were still counted"))

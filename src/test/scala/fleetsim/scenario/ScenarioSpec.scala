@@ -69,7 +69,7 @@ class ScenarioSpec extends AnyWordSpec:
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = lots, for = 5s } } ]",
         "devices must be a share (30%), a range of device numbers (100-199) or all")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, powercut { devices = 30%, for = 5s } } ]",
-        "unknown key 'powercut' in an action (its kinds: power-cut, reboot-wave, partition, degrade, controller-fault, broker-drop, config-push) (did you mean power-cut?)")
+        s"unknown key 'powercut' in an action (its kinds: ${Scenario.actionKinds.mkString(", ")}) (did you mean power-cut?)")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30%, for = 5s, why = 1 } } ]",
         "unknown key 'why' in a power-cut")
       at(4, "stages = [ { devices = 5, hold = 1m } ]\nactions = [\n { at = 5s, power-cut { devices = 30%, for = 5s } }\n" +
@@ -91,6 +91,10 @@ class ScenarioSpec extends AnyWordSpec:
         RunAction.Degrade(Reach.All, 200.millis, 0.05, 10.seconds),
         RunAction.ControllerFault(0.2, 0, 50.millis, 5.seconds),
         RunAction.BrokerDrop))
+      assert(read("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, flapping { devices = 10%, every = 10s, down = 3s, for = 30s } } ]")
+        .toOption.get.actions.head.make(1) == RunAction.Flapping(Reach(0, Int.MaxValue, Selection.Share(0.1, 1)), 10.seconds, 3.seconds, 30.seconds))
+      assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, flapping { devices = all, every = 3s, down = 3s, for = 9s } } ]")
+        .contains("a flapping link is down for less than every"))
       assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, degrade { devices = all, for = 5s } } ]")
         .contains("a degraded link needs latency or loss"))
       assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, degrade { devices = all, loss = 0.05, for = 5s } } ]")
