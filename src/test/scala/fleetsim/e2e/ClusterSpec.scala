@@ -239,6 +239,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       signal("CONT", frozen) // its devices wake with their sends overdue
       frozen.awaitLine("its devices hold back until it knows it is still a member", seconds = 30)
       frozen.exit(60) // it learns it was downed, and its process ends
+      awaitReporting(results, 3000, within = 30) // the re-homed block's last devices back from their backoff
       val summary = stop(run, results)
       assert(summary.controller.get.duplicates == 0, frozen.output)
       assert(summary.devices.byState("Reporting") == 3000)
