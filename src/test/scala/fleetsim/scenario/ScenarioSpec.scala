@@ -103,6 +103,15 @@ class ScenarioSpec extends AnyWordSpec:
         .contains("error-rate and throttle-rate add up to more than 100%"))
     }
 
+    "be as docs/scenarios.md shows it: its example reads whole, and lasts 86 s" in {
+      val doc = Files.readString(Path.of("docs/scenarios.md"))
+      val example = doc.linesIterator.dropWhile(_ != "## The file").drop(1).dropWhile(_.isEmpty)
+        .takeWhile(l => l.startsWith("    ") || l.isEmpty).map(_.drop(4)).mkString("\n")
+      val s = read(example).fold(fail(_), identity)
+      assert(s.actionNames == Seq("power-cut", "west-wing", "reboot-wave"))
+      assert(s.timeline(rampRate = 200).map(_.length) == Right(86.seconds))
+    }
+
     "refuse actions that start or still act after its end, and stages that last no time" in {
       val late = read("stages = [ { devices = 5, over = 1s, hold = 29s } ]\nactions = [ { at = 25s, power-cut { devices = all, for = 10s } } ]")
         .toOption.get.timeline(100)

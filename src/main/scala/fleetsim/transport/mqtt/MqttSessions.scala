@@ -86,9 +86,13 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   private def connect(device: Int, identity: MqttIdentity, ssl: Option[MqttClientSslConfig], pushed: Push => Unit): Future[Either[SessionFailure, Session]] =
     val lost = Promise[Done]()
     val connected = java.util.concurrent.atomic.AtomicBoolean(false)
-    /** The connection closed before the session was up: between the CONNACK and the SUBACK the client's
-      * futures can wait out their deadline for an answer that will not come (Moquette closes a
-      * resubscribing client's connection in a reconnect storm), so the connect fails at once instead.
+    /** The CONNACK came: from then until the SUBACK, a closed connection fails the connect at once
+      * ([[closedEarly]]). Before it, the connect's own future says so, once the client let go.
+      */
+    val connacked = java.util.concurrent.atomic.AtomicBoolean(false)
+    /** The connection closed between the CONNACK and the SUBACK: the client's subscribe can wait out
+      * its deadline for an answer that will not come (Moquette closes a resubscribing client's
+      * connection in a reconnect storm), so the connect fails at once instead.
       */
     val closedEarly = Promise[Throwable]()
     val builder = MqttClient.builder()
@@ -96,7 +100,8 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       .serverHost(host)
       .serverPort(port)
       .executorConfig(executors(io.of(device)))
-      .addDisconnectedListener((c: MqttClientDisconnectedContext) => if connected.get then lost.trySuccess(Done) else closedEarly.trySuccess(c.getCause))
+      .addDisconnectedListener((c: MqttClientDisconnectedContext) =>
+        if connected.get then lost.trySuccess(Done) else if connacked.get then closedEarly.trySuccess(c.getCause))
     ssl.foreach(builder.sslConfig)
     // After host, port and TLS, which it copies (setting those later would reset it).
     val transport = builder.transportConfig()
@@ -109,7 +114,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       else V3Client(builder.useMqttVersion3().buildAsync(), identity, pushed)
     // The connect and the subscribe each wait for the broker's answer: a SUBACK that never comes must not hold the device.
     val deadline = (connectTimeout + requestTimeout * 2).toMillis
-    val attempt = client.connect().orTimeout(deadline, TimeUnit.MILLISECONDS)
+    val attempt = client.connect(() => connacked.set(true)).orTimeout(deadline, TimeUnit.MILLISECONDS)
     closedEarly.future.foreach(attempt.completeExceptionally)(using ExecutionContext.parasitic)
     attempt.asScala.map { _ =>
       connected.set(true)
@@ -173,9 +178,12 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     * share no types, so each version fills in the CONNECT and the SUBSCRIBE itself.
     */
   private sealed abstract class Client(identity: MqttIdentity):
-    /** CONNECT, CONNACK, then SUBSCRIBE to the device's push topics. */
-    def connect(): CompletableFuture[?] =
-      connack().thenCompose[Any](_ => if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null) else subscribe().thenApply(a => a))
+    /** CONNECT, CONNACK (then `connacked`), then SUBSCRIBE to the device's push topics. */
+    def connect(connacked: () => Unit): CompletableFuture[?] =
+      connack().thenCompose[Any] { _ =>
+        connacked()
+        if identity.subscriptions.isEmpty then CompletableFuture.completedFuture(null) else subscribe().thenApply(a => a)
+      }
     protected def connack(): CompletableFuture[?]
     protected def subscribe(): CompletableFuture[?]
     def publish(request: Request): CompletableFuture[?]
