@@ -62,20 +62,24 @@ class CliSpec extends AnyWordSpec with Eventually:
 
   "fleetsim run" should {
     "refuse bad flags with exit 2 and one line saying what is wrong" in {
-      assertUsageError(fleetsim("run", "--devices", "-5"), "--devices: '-5' is not a whole number")
-      assertUsageError(fleetsim("run", "--duration", "soon"), "--duration: 'soon' is not a duration")
-      assertUsageError(fleetsim("run", "--devcies", "5"), "did you mean --devices?")
-      assertUsageError(fleetsim("launch"), "unknown command 'launch'")
-      assertUsageError(fleetsim("run", "--transport", "ftp"), "--transport: 'ftp' is not one of http, ssh")
-      assertUsageError(fleetsim("run", "--controller-ssh", "localhost"), "--controller-ssh: 'localhost' is not HOST:PORT")
-      assertUsageError(fleetsim("run", "--transport", "ssh", "--ssh-key", "/nonexistent/key"), "--ssh-key: no such file '/nonexistent/key'")
-      assertUsageError(fleetsim("run", "--source-ips", "127.0.1.0/33"), "--source-ips: '127.0.1.0/33': the prefix length must be a number from 8 to 32")
-      assertUsageError(fleetsim("run", "--source-ips", "192.0.2.1"), "--source-ips: cannot call from 192.0.2.1")
-      assertUsageError(fleetsim("run", "--ca-file", "/nonexistent/ca.pem"), "--ca-file: no such file '/nonexistent/ca.pem'")
-      assertUsageError(fleetsim("run", "--client-ca", "/nonexistent/ca.pem"), "--client-ca: no such file '/nonexistent/ca.pem'")
       val ca = Files.writeString(tempDir().resolve("ca.pem"), "not yet a CA\n")
-      assertUsageError(fleetsim("run", "--client-ca", ca.toString), "--client-ca and --client-ca-key go together")
-      assertUsageError(fleetsim("run", "--insecure-tls=maybe"), "--insecure-tls: 'maybe' is not on or off")
+      val cases = Seq(
+        Seq("run", "--devices", "-5") -> "--devices: '-5' is not a whole number",
+        Seq("run", "--duration", "soon") -> "--duration: 'soon' is not a duration",
+        Seq("run", "--devcies", "5") -> "did you mean --devices?",
+        Seq("launch") -> "unknown command 'launch'",
+        Seq("run", "--transport", "ftp") -> "--transport: 'ftp' is not one of http, ssh",
+        Seq("run", "--controller-ssh", "localhost") -> "--controller-ssh: 'localhost' is not HOST:PORT",
+        Seq("run", "--transport", "ssh", "--ssh-key", "/nonexistent/key") -> "--ssh-key: no such file '/nonexistent/key'",
+        Seq("run", "--source-ips", "127.0.1.0/33") -> "--source-ips: '127.0.1.0/33': the prefix length must be a number from 8 to 32",
+        Seq("run", "--source-ips", "192.0.2.1") -> "--source-ips: cannot call from 192.0.2.1",
+        Seq("run", "--ca-file", "/nonexistent/ca.pem") -> "--ca-file: no such file '/nonexistent/ca.pem'",
+        Seq("run", "--client-ca", "/nonexistent/ca.pem") -> "--client-ca: no such file '/nonexistent/ca.pem'",
+        Seq("run", "--client-ca", ca.toString) -> "--client-ca and --client-ca-key go together",
+        Seq("run", "--insecure-tls=maybe") -> "--insecure-tls: 'maybe' is not on or off")
+      // Each its own JVM, all started at once: they only read their flags and exit.
+      val started = cases.map((args, _) => start(args*))
+      for (process, (_, expected)) <- started.zip(cases) do assertUsageError(finish(process), expected)
     }
 
     "refuse a threshold on a figure the run will not have with exit 2, before the run, listing the figures there are" in {
