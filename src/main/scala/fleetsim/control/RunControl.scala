@@ -62,6 +62,11 @@ enum RunAction(val kind: String):
     */
   case ConfigPush extends RunAction("config-push")
 
+  /** It acts on the embedded reference controller (or its broker): a run against another cannot take it. */
+  def onController: Boolean = this match
+    case ControllerFault(_, _, _, _) | BrokerDrop | ConfigPush => true
+    case _ => false
+
   /** How long it acts, from its start: until the last of its devices is powered on again, or its fault ends. */
   def span: FiniteDuration = this match
     case RestartStopped | BrokerDrop | ConfigPush => Duration.Zero

@@ -122,7 +122,7 @@ final class FleetRun private (
     if acted.size >= Device.Switch.MaxActions then
       return Future.failed(IllegalStateException(s"a run takes at most ${Device.Switch.MaxActions} actions, and this one has had them"))
     val embedded = controller.filter(c => action != RunAction.BrokerDrop || c.mqtt.isDefined)
-    if embedded.isEmpty && (action.isInstanceOf[RunAction.ControllerFault] || action == RunAction.BrokerDrop || action == RunAction.ConfigPush) then
+    if embedded.isEmpty && action.onController then
       return Future.failed(IllegalStateException(s"${action.kind} acts on the embedded reference controller${
         if action == RunAction.BrokerDrop then "'s broker (--transport mqtt without --broker)" else " (a run without --controller)"}"))
     val reached = action match

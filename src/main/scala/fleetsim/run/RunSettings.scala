@@ -128,7 +128,7 @@ object RunSettings:
 
   /** A scenario's actions on the embedded controller or broker, in a run that has it. */
   private def checkActions(scenario: Scenario, settings: RunSettings): Unit =
-    for action <- scenario.actions if Scenario.onController(action.kind) do
+    for action <- scenario.actions if action.make(0).onController do
       if !settings.embedded then throw IllegalArgumentException(s"${action.where}: ${action.kind} acts on the embedded reference controller, " +
         s"and this run's ${settings.transport.server.name} is its own (${settings.transport.server.flag}): leave the action out, or the flag")
       if action.kind == "broker-drop" && !settings.transport.embedsBroker then

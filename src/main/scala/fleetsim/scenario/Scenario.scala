@@ -178,9 +178,6 @@ object Scenario:
     Kind("broker-drop", Set.empty, "broker-drop {}", (_, _, _) => _ => RunAction.BrokerDrop),
     Kind("config-push", Set.empty, "config-push {}", (_, _, _) => _ => RunAction.ConfigPush))
 
-  /** The actions that act on the embedded reference controller, or its broker: a run against another refuses them. */
-  val onController: Set[String] = Set("controller-fault", "broker-drop", "config-push")
-
   /** The names of the actions a scenario may take. */
   val actionKinds: Seq[String] = kinds.map(_.name)
 

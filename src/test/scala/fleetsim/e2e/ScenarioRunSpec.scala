@@ -54,6 +54,9 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
 
   private def shipped(name: String): Path = Path.of("scenarios", name)
 
+  /** How many of `devices` a share drawn with `seed` hits, as in one process or any cluster. */
+  private def drawn(devices: Int, share: Double, seed: Long): Int = (0 until devices).count(Selection.Share(share, seed).contains)
+
   // The longest first: four at a time, they end together.
   /** soak.conf with its half hour made 30 s: each of its times replaced, each replacement found. In 30 s
     * the flapping link's lost calls (each a 5 s timeout) are a larger share of the calls than in 30
@@ -101,14 +104,14 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
       val (settings, s) = result(powerCut)
       assert(settings.fleet.devices == 200 && s.run.seed == 42 && s.run.scenario.contains("scenarios/power-cut.conf"))
       val cut = s.actions.head
-      val drawn = (0 until 200).count(Selection.Share(0.3, 42).contains) // action 0 draws with the run's seed
-      assert(cut.name == "power-cut" && cut.devices == drawn && cut.cut == drawn && cut.recovered == drawn && cut.neverBack == 0, cut)
+      val hit = drawn(200, 0.3, 42) // action 0 draws with the run's seed
+      assert(cut.name == "power-cut" && cut.devices == hit && cut.cut == hit && cut.recovered == hit && cut.neverBack == 0, cut)
       // Each came back with a join of its own (a join timed out on a busy machine is tried again: more, never fewer).
-      assert(s.messages("join").ok >= 200 + drawn && s.controller.get.received("join") >= s.messages("join").ok, Summary.render(s))
+      assert(s.messages("join").ok >= 200 + hit && s.controller.get.received("join") >= s.messages("join").ok, Summary.render(s))
       // Timed from each device's power-on, 6 s after the cut, to Reporting: within what was left of the run.
       assert(cut.atS >= 5 && cut.atS <= 8 && cut.recoveryMs.p100.exists(p => p > 0 && p < (s.run.durationS - cut.atS - 6) * 1000), cut)
       // What the controller absorbed meanwhile: the herd's joins, back together after the outage.
-      assert(cut.during.exists(w => w.seconds >= 6 && w.joinsPerSPeak >= drawn / 4 && w.errors == 0), cut)
+      assert(cut.during.exists(w => w.seconds >= 6 && w.joinsPerSPeak >= hit / 4 && w.errors == 0), cut)
       assert(s.verdict.exists(_.passed), Summary.render(s))
     }
   }
@@ -117,9 +120,9 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
     "reboot half the fleet in a wave, every device back, and pass its thresholds" in {
       val (_, s) = result(rebootWave)
       val wave = s.actions.head
-      val drawn = (0 until 300).count(Selection.Share(0.5, 7).contains)
-      assert(wave.kind == "reboot-wave" && wave.cut == drawn && wave.recovered == drawn, wave)
-      assert(s.controller.get.received("join") >= 300 + drawn && s.controller.get.received("join") >= s.messages("join").ok, Summary.render(s))
+      val hit = drawn(300, 0.5, 7)
+      assert(wave.kind == "reboot-wave" && wave.cut == hit && wave.recovered == hit, wave)
+      assert(s.controller.get.received("join") >= 300 + hit && s.controller.get.received("join") >= s.messages("join").ok, Summary.render(s))
       assert(s.verdict.exists(_.passed), Summary.render(s))
     }
   }
@@ -128,12 +131,12 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
     "cut the seeded quarter off on the fleet's side of a reference controller in its own process, and have them all back, none lost" in {
       val (s, counts) = result(partition)
       val cut = s.actions.head
-      val drawn = (0 until 200).count(Selection.Share(0.25, 3).contains)
-      assert(cut.kind == "partition" && cut.devices == drawn && cut.cut == drawn && cut.recovered == drawn, cut)
+      val hit = drawn(200, 0.25, 3)
+      assert(cut.kind == "partition" && cut.devices == hit && cut.cut == hit && cut.recovered == hit, cut)
       assert(cut.during.exists(w => w.seconds >= 10 && w.errors > 0), cut) // the cut-off devices' lost calls
       assert(s.devices.byState("Reporting") == 200, Summary.render(s))
       // Cut off for 10 s with heartbeats every 2 s, each lost after 2 s: most lost three and joined again.
-      assert(s.messages("heartbeat").failures.getOrElse("timedOut", 0L) > 0 && s.messages("join").ok >= 200 + drawn / 2, Summary.render(s))
+      assert(s.messages("heartbeat").failures.getOrElse("timedOut", 0L) > 0 && s.messages("join").ok >= 200 + hit / 2, Summary.render(s))
       assert(counts.contains("\"registered\":200"), counts)
       assert(s.verdict.exists(_.passed), Summary.render(s))
     }
