@@ -147,7 +147,7 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
     asked.asScala.foreach(_ ! NodeAgent.Network(plan.id, action, reach, fault))
 
   def resize(devices: Int, rate: Double): Unit =
-    val resize = NodeAgent.Resize(plan.id, devices, rate)
+    val resize = NodeAgent.Resize(plan.id, devices, rate, from = resized.fold(plan.devices)(_.devices), atMs = System.currentTimeMillis())
     resized = Some(resize)
     asked.asScala.foreach(_ ! resize)
 

@@ -51,7 +51,8 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeAgent.Quiesce(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.RestartStopped(run) => out.writeUTF(run)
-      case NodeAgent.Resize(run, devices, rate) => out.writeUTF(run); out.writeInt(devices); out.writeDouble(rate)
+      case NodeAgent.Resize(run, devices, rate, from, atMs) =>
+        out.writeUTF(run); out.writeInt(devices); out.writeDouble(rate); out.writeInt(from); out.writeLong(atMs)
       case NodeAgent.Switch(run, switch) =>
         out.writeUTF(run); writeReach(out, Reach(switch.from, switch.until, switch.among)); out.writeInt(switch.cause)
         switch match
@@ -81,7 +82,7 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "quiesce" => NodeAgent.Quiesce(in.readUTF(), ref(in))
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
       case "restart" => NodeAgent.RestartStopped(in.readUTF())
-      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt(), in.readDouble())
+      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt(), in.readDouble(), in.readInt(), in.readLong())
       case "switch" =>
         val (run, reach, cause) = (in.readUTF(), readReach(in), in.readInt())
         NodeAgent.Switch(run,

@@ -22,8 +22,11 @@ object DeviceBlock:
   final case class Quiesce(replyTo: ActorRef[Done]) extends Command
   /** Starts again the block's devices that stopped themselves. */
   case object RestartStopped extends Command
-  /** The fleet is resized to `devices`: the block keeps those of its devices numbered below, growing at `rate` a second. */
-  final case class Resize(devices: Int, rate: Double) extends Command
+  /** The fleet is resized at `atMs` (wall clock) from `from` devices to `devices`: the block keeps
+    * those of its devices numbered below. Growing, the new devices start one after another at `rate`
+    * a second, as in one process: the block's first new one once those below it have.
+    */
+  final case class Resize(devices: Int, rate: Double, from: Int, atMs: Long) extends Command
   /** Tells its devices the switch names ([[fleetsim.device.Device.Switch]]). */
   final case class Switch(switch: fleetsim.device.Device.Switch) extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
@@ -31,6 +34,10 @@ object DeviceBlock:
   /** From the node: the run's parts, once the node has them. */
   final case class Ready(run: NodeRun) extends Command
   private case object Begin extends Command
+  /** Its turn to grow, after a [[Resize]]. */
+  private final case class Grow(rate: Double) extends Command
+  /** Its devices have stopped, after [[Finish]]. */
+  private case object DevicesStopped extends Command
 
   /** Each run's blocks are an entity type of their own, so runs one after another never mix. */
   def typeKey(run: String): EntityTypeKey[Command] = EntityTypeKey[Command](s"devices-$run")
@@ -44,6 +51,8 @@ object DeviceBlock:
         var devices = Option.empty[ActorRef[Fleet.Command]]
         var quiet = false // quiesced or finished: start nothing more
         var target = -1 // of its devices, after a resize; -1 all
+        var finishing = Option.empty[ActorRef[Done]] // told once the devices have stopped, or the block has
+        def finished(): Unit = { finishing.foreach(_ ! Done); finishing = None }
         def local(devices: Int) = (devices - first).max(0).min(Fleet.GroupSize)
         Behaviors.receiveMessage[Command] {
           case Ready(r) =>
@@ -65,9 +74,20 @@ object DeviceBlock:
           case Finish(replyTo) =>
             quiet = true
             timers.cancel(Begin)
-            shard ! ClusterSharding.Passivate(context.self)
-            devices.fold(replyTo ! Done)(_ ! Fleet.Stop(replyTo))
+            finishing = Some(replyTo)
+            // Passivated only once the devices have stopped: passivated at once, the block could stop
+            // before its fleet had read the Stop, and its reply would never come (a node's finish then
+            // waited out its 30 s timeout).
+            devices match
+              case Some(fleet) =>
+                context.watchWith(fleet, DevicesStopped)
+                fleet ! Fleet.Stop(context.system.ignoreRef)
+              case None => context.self ! DevicesStopped
             devices = None
+            Behaviors.same
+          case DevicesStopped =>
+            finished()
+            shard ! ClusterSharding.Passivate(context.self)
             Behaviors.same
           case RestartStopped =>
             devices.foreach(_ ! Fleet.RestartStopped)
@@ -75,13 +95,20 @@ object DeviceBlock:
           case Switch(switch) =>
             devices.foreach(_ ! Fleet.Switch(switch))
             Behaviors.same
-          case Resize(fleet, rate) =>
+          case Resize(fleet, rate, from, atMs) =>
             target = local(fleet)
+            timers.cancel(Grow)
+            val turn = if fleet > from && rate > 0 then atMs + ((first - from).max(0) / rate * 1000).toLong - System.currentTimeMillis() else 0L
+            if turn > 0 then timers.startSingleTimer(Grow, Grow(rate), turn.millis)
+            else devices.foreach(_ ! Fleet.Resize(target, rate))
+            Behaviors.same
+          case Grow(rate) =>
             devices.foreach(_ ! Fleet.Resize(target, rate))
             Behaviors.same
           case Start => Behaviors.same
           case Stop => Behaviors.stopped
         }.receiveSignal { case (_, PostStop) =>
+          finished() // a hand-over mid-finish stops the devices too
           node ! NodeAgent.BlockDown(run, context.self)
           Behaviors.same
         }

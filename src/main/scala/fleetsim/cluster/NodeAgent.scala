@@ -39,8 +39,9 @@ object NodeAgent:
   final case class Finish(run: String, replyTo: ActorRef[NodeDone]) extends Command with ClusterMessage
   /** Starts again the run's devices here that stopped themselves. */
   final case class RestartStopped(run: String) extends Command with ClusterMessage
-  /** The run's fleet is resized to `devices`: each block here keeps its devices numbered below, growing at `rate` a second. */
-  final case class Resize(run: String, devices: Int, rate: Double) extends Command with ClusterMessage
+  /** The run's fleet is resized at `atMs` from `from` devices to `devices` ([[DeviceBlock.Resize]]). */
+  final case class Resize(run: String, devices: Int, rate: Double, from: Int, atMs: Long) extends Command with ClusterMessage:
+    def toBlock: DeviceBlock.Resize = DeviceBlock.Resize(devices, rate, from, atMs)
   /** Tells the run's devices the switch names ([[fleetsim.device.Device.Switch]]). */
   final case class Switch(run: String, switch: fleetsim.device.Device.Switch) extends Command with ClusterMessage
   /** Starts (`fault` given) or ends action `action`'s fault on the network of the run's devices `reach` names, here. */
@@ -93,7 +94,7 @@ object NodeAgent:
         Behaviors.same
       case BlockUp(run, block) =>
         blocks += run -> (blocks.getOrElse(run, Set.empty) + block)
-        resized.get(run).foreach(r => block ! DeviceBlock.Resize(r.devices, r.rate)) // before Ready: it starts no device it would then drop
+        resized.get(run).foreach(r => block ! r.toBlock) // before Ready: it starts no device it would then drop
         runs.get(run) match
           case Some(r) => block ! DeviceBlock.Ready(r)
           case None => waiting += run -> (waiting.getOrElse(run, Set.empty) + block)
@@ -117,9 +118,9 @@ object NodeAgent:
       case Network(run, action, reach, fault) =>
         for r <- runs.get(run) do fault.fold(r.parts.faults.end(action))(r.parts.faults.start(action, reach.contains, _))
         Behaviors.same
-      case resize @ Resize(run, devices, rate) =>
-        resized += run -> resize
-        blocks.getOrElse(run, Set.empty).foreach(_ ! DeviceBlock.Resize(devices, rate))
+      case resize: Resize =>
+        resized += resize.run -> resize
+        blocks.getOrElse(resize.run, Set.empty).foreach(_ ! resize.toBlock)
         Behaviors.same
       case MemberGone(address) =>
         // A run whose runner is gone (killed, its machine lost) would never be told to finish.

@@ -163,8 +163,9 @@ object Dashboard:
       path("api" / "devices" / "target") {
         concat(
           get(onSuccess(control)(run => complete(json(Target(run.planned, run.target))))),
-          posted[Resize]("the dashboard's resize", """{"devices": N}""") { (run, asked) =>
-            run.resize(asked.devices).map(n => Future.successful(json(Target(run.planned, n))))
+          posted[Resize]("the dashboard's resize", """{"devices": N} or {"devices": N, "rate": R}""") { (run, asked) =>
+            if asked.rate.exists(r => !(r > 0) || r.isInfinite) then Left(s"a rate is devices a second, above 0, not ${asked.rate.get}")
+            else run.resize(asked.devices, asked.rate).map(n => Future.successful(json(Target(run.planned, n))))
           })
       },
       path("api" / "devices" / "restart-stopped") {
@@ -216,7 +217,7 @@ object Dashboard:
 
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)
-  private final case class Resize(devices: Int)
+  private final case class Resize(devices: Int, rate: Option[Double] = None)
   private final case class Refused(error: String)
   private given JsonValueCodec[Restarting] = JsonCodecMaker.make
   private given JsonValueCodec[Target] = JsonCodecMaker.make

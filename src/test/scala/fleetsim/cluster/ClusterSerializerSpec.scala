@@ -70,7 +70,7 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
   }
 
   test("the run's controls: a resize, and power cuts of a share or of numbers") {
-    assert(roundTrip(NodeAgent.Resize("r1", 2500, 12.5)) == NodeAgent.Resize("r1", 2500, 12.5))
+    assert(roundTrip(NodeAgent.Resize("r1", 2500, 12.5, 1200, 1_764_000_000_123L)) == NodeAgent.Resize("r1", 2500, 12.5, 1200, 1_764_000_000_123L))
     for message <- Seq(NodeAgent.Switch("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Share(0.3, 42L), cause = 2)),
         NodeAgent.Switch("r1", Device.Power(100, 200, on = true)),
         NodeAgent.Switch("r1", Device.Affect(0, Int.MaxValue, fleetsim.device.Selection.Share(0.3, 42L), 3, Device.Affect.Phase.End)),

@@ -79,20 +79,25 @@ class ClusterSpec extends AnyWordSpec with Eventually:
         }
         Browser.screenshot(driver, "dashboard-cluster.png")
       }
-      // Resized through the dashboard's control: devices 2,500 up power off on whichever node runs
-      // them, and on again.
+      // Resized through the dashboard's control: devices 1,500 up power off on whichever node runs
+      // them, and on again at 250 a second, the fleet's rate, as one process would: 6 s (each of the
+      // blocks growing at that rate side by side took 4).
       def byState(state: String) = Scrape.from(metricsUrl).series.collect {
         case (series, value) if series.startsWith("fleetsim_devices{") && series.contains(s"state=\"$state\"") => value
       }.sum
-      def resize(devices: Int) =
+      def resize(devices: Int, rate: String = "") =
         val request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(metricsUrl.stripSuffix("metrics") + "api/devices/target"))
-          .POST(java.net.http.HttpRequest.BodyPublishers.ofString(s"""{"devices": $devices}""")).build()
+          .POST(java.net.http.HttpRequest.BodyPublishers.ofString(s"""{"devices": $devices$rate}""")).build()
         val reply = java.net.http.HttpClient.newHttpClient().send(request, java.net.http.HttpResponse.BodyHandlers.ofString())
         assert(reply.statusCode == 202, reply.body)
-      resize(2500)
-      eventually(timeout(Span(30, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 500 && byState("Reporting") == 2500))
-      resize(3000)
-      eventually(timeout(Span(60, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 0 && byState("Reporting") == 3000))
+      resize(1500)
+      eventually(timeout(Span(30, Seconds)), interval(Span(200, Millis)))(assert(byState("Off") == 1500 && byState("Reporting") == 1500))
+      val growing = System.nanoTime()
+      resize(3000, rate = """, "rate": 250""")
+      eventually(timeout(Span(60, Seconds)), interval(Span(100, Millis)))(assert(byState("Off") == 0))
+      val grewS = (System.nanoTime() - growing) / 1e9
+      assert(grewS >= 5, s"1,500 devices on again in $grewS s at 250 a second")
+      eventually(timeout(Span(60, Seconds)), interval(Span(200, Millis)))(assert(byState("Reporting") == 3000))
       // A power cut of a seeded share: the same devices as in one process, on whichever node runs them.
       val share = fleetsim.device.Selection.Share(0.2, 5)
       val hit = (0 until 3000).count(share.contains)

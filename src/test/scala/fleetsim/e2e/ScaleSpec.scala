@@ -22,16 +22,18 @@ class ScaleSpec extends AnyWordSpec:
   private val BytesPerDevice = 1000L
   private val BaseBytes = 64L << 20
 
-  private def fleet(controllerUrl: String, devices: Int, duration: String): Summary =
+  /** Starts a fleet in its own JVM; its summary once it has finished. */
+  private def fleet(controllerUrl: String, devices: Int, duration: String): () => Summary =
     val results = Files.createTempDirectory("fleetsim-scale")
     val heapMiB = (BaseBytes + devices * BytesPerDevice) >> 20
     val command = ChildJvm.command(s"${heapMiB}m", options = Seq("-XX:+ExitOnOutOfMemoryError"), args = Seq(
       "run", "--controller", controllerUrl, "--devices", devices.toString, "--ramp-rate", "2000",
       "--duration", duration, "--dashboard", "off", "--results", results.toString))
     val process = ProcessBuilder(command.asJava).redirectErrorStream(true).redirectOutput(results.resolve("out.log").toFile).start()
-    assert(process.waitFor(120, TimeUnit.SECONDS), s"$devices devices did not finish")
-    assert(process.exitValue == 0, s"$devices devices in ${heapMiB} MiB: ${Files.readString(results.resolve("out.log")).takeRight(2000)}")
-    Summary.read(results.resolve("summary.json"))
+    () =>
+      assert(process.waitFor(120, TimeUnit.SECONDS), s"$devices devices did not finish")
+      assert(process.exitValue == 0, s"$devices devices in ${heapMiB} MiB: ${Files.readString(results.resolve("out.log")).takeRight(2000)}")
+      Summary.read(results.resolve("summary.json"))
 
   "A fleet of 20,000 devices" should {
     "fit a heap of 64 MiB plus 1,000 bytes a device, on as many threads as 200 devices" in {
@@ -42,8 +44,10 @@ class ScaleSpec extends AnyWordSpec:
       val system = ActorSystem(Behaviors.empty, "scale-controller", config)
       try
         val controller = Await.result(Controller.start(ControllerSettings(config))(using system), 10.seconds)
-        val small = fleet(controller.url, 200, "14s") // past its first stats (10 s): every kind of work a thread might start for
-        val large = fleet(controller.url, 20000, "25s")
+        // Side by side: a process's heap and threads are its own.
+        val (startedSmall, startedLarge) = (fleet(controller.url, 200, "14s"), fleet(controller.url, 20000, "25s"))
+        val small = startedSmall() // past its first stats (10 s): every kind of work a thread might start for
+        val large = startedLarge()
         assert(small.devices.byState("Reporting") == 200)
         assert(large.devices.byState("Reporting") == 20000)
         assert(large.messages("heartbeat").ok >= 20000) // every device reported, in that heap

@@ -111,8 +111,9 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       val resized = send(url, "POST", """{"devices": 4}""")
       assert(resized.statusCode == 202 && resized.body == """{"planned":10,"target":4}""", resized.body)
       assert(run.target == 4)
-      for (body, error) <- Seq("""{"devices": 11}""" -> "at most 10", """{"size": 4}""" -> """the body must be {\"devices\": N}""",
-          "4" -> """the body must be {\"devices\": N}""") do
+      val shape = """the body must be {\"devices\": N} or {\"devices\": N, \"rate\": R}"""
+      for (body, error) <- Seq("""{"devices": 11}""" -> "at most 10", """{"size": 4}""" -> shape, "4" -> shape,
+          """{"devices": 5, "rate": 0}""" -> "a rate is devices a second, above 0, not 0.0") do
         val refused = send(url, "POST", body)
         assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", s"$body: ${refused.body}")
       assert(send(url, "POST", """{"devices": 2}""", "Sec-Fetch-Site" -> "cross-site").statusCode == 403)
