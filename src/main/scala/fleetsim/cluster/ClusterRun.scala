@@ -78,8 +78,10 @@ object ClusterRun:
 
   /** The run's settings for the nodes, pointed at the controller (or broker) the runner found or started. */
   private def planConfig(config: Config, settings: RunSettings, url: String): String =
-    // The runner plays the scenario and judges the thresholds; the nodes run devices.
+    // The runner plays the scenario and judges the thresholds; the nodes run devices, drawing from
+    // the runner's seed (the one it picked, when none was asked for) as one process would.
     config.getConfig("fleetsim").withValue(settings.transport.serverKey, ConfigValueFactory.fromAnyRef(url))
+      .withValue("run.seed", ConfigValueFactory.fromAnyRef(settings.seed))
       .withoutPath("run.scenario").withoutPath("run.thresholds").root.render(ConfigRenderOptions.concise())
 
   /** A profile named by file travels with the plan: a node on another machine lacks the file. */

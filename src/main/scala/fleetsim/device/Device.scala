@@ -113,7 +113,7 @@ object Device:
       sessions: Option[Sessions],
       events: DeviceEvents,
       wheel: TimingWheel,
-      random: RandomGenerator,
+      draws: Draws,
       clock: () => Long = () => System.nanoTime(),
       dispatchers: IndexedSeq[String] = IndexedSeq.empty,
       ends: ActionEnds = ActionEnds()):
@@ -198,7 +198,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   def state: DeviceState = current
   def uptimeS: Long = (shared.clock() - bootedAt) / 1_000_000_000L
-  def random: RandomGenerator = shared.random
+  /** What a template draws from: the moment the device set before rendering ([[draw]]). */
+  def random: RandomGenerator = shared.draws.current
 
   // ---- states: what each does with a message; anything else is from an older epoch ----
 
@@ -273,7 +274,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     outcome match
       case Outcome.Failed | Outcome.Unusable(_) if call.retry.exists(attempt < _.tries) =>
         val i = shared.messageOf(call.kind.index)
-        wake(Again(epoch, call, attempt + 1, if i >= 0 then registers(Registers.seq(i)) else 0), call.retry.get.delay.pick(random).nanos)
+        val round = if i >= 0 then registers(Registers.seq(i)) else 0
+        wake(Again(epoch, call, attempt + 1, round), call.retry.get.delay.pick(draw(Draws.Retry, call.kind.index, round << 8 | attempt)).nanos)
         null
       case _ => outcome
 
@@ -340,6 +342,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     * after the profile's boot delay, if any, a join.
     */
   private def boot(first: Boolean = false): Unit =
+    draw(Draws.Boot)
     profile.boot(this)
     failures = 0
     val delay = profile.startDelay(random)
@@ -466,7 +469,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     while i < profile.messages.size do
       registers(Registers.failures(i)) = 0
       registers(Registers.seq(i)) = 0
-      registers(Registers.dueAt(i)) = schedule(due(i), profile.messages(i).first.delay(interval(i), random).nanos)
+      registers(Registers.dueAt(i)) = schedule(due(i), profile.messages(i).first.delay(interval(i), draw(Draws.Phase, i)).nanos)
       i += 1
     if !update() then enter(Reporting)
 
@@ -518,7 +521,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** The controller asked for a pause (429, 503): message i waits that long, with jitter, before its next send. */
   private def postpone(i: Int, nanos: Long): Unit =
-    val pause = if nanos > 0 then settings.jittered(nanos, random.nextDouble()) else backoffDelay().toNanos
+    val pause = if nanos > 0 then settings.jittered(nanos, draw(Draws.Pause, i, registers(Registers.seq(i))).nextDouble()) else backoffDelay().toNanos
     if shared.clock() + pause - registers(Registers.dueAt(i)) > 0 then registers(Registers.dueAt(i)) = schedule(due(i), pause.nanos)
 
   /** An exception inside the device: what a restart would do, without a supervisor per device. */
@@ -538,7 +541,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       current = next
       if next == Reporting && cutBy != Switch.NoAction && (cutBy & Applies) == 0 then recovered()
 
-  private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, random.nextDouble())
+  private def backoffDelay(): FiniteDuration = settings.backoff.delay(failures, draw(Draws.Backoff, failures).nextDouble())
 
   /** What a call of the epoch travels through: the session if there is one, unless the call names a URL of its own. */
   private def channelFor(call: Call): Transport = if call.toUrl then shared.http else session.getOrElse(shared.http)
@@ -557,6 +560,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, self, tick)
 
+  /** The draws of this moment of the device's life: the same for the same seed, run after run ([[Draws]]). */
+  private def draw(what: Int, a: Long = 0, b: Long = 0): RandomGenerator = shared.draws.at(number, epoch, what, a, b)
+
   /** Not due yet, so the wake-up was meant for an epoch before this one (the wheel is never early). */
   private def early(dueAt: Long): Boolean = dueAt - (shared.clock() + wheel.tick.toNanos) > 0
 
@@ -570,7 +576,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     val now = shared.clock()
     events.late(message.kind, now - dueAt)
     val every = interval(i)
-    val next = dueAt + settings.jittered(every, random.nextDouble(), shared.jitterOf(i))
+    val next = dueAt + settings.jittered(every, draw(Draws.Jitter, i, registers(Registers.seq(i))).nextDouble(), shared.jitterOf(i))
     val from = if next < now - every then now else next
     wake(due(i), (from - now).max(0).nanos)
     from
@@ -578,6 +584,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** Every call's outcome comes back as a message; a quiet call's only when it is not a 2xx. */
   private def send(through: Transport, call: Call, quiet: Boolean = false, attempt: Int = 1): Unit =
     val n = epoch
+    val i = shared.messageOf(call.kind.index)
+    draw(Draws.Render, call.kind.index, (if i >= 0 then registers(Registers.seq(i)) else updating.toLong) << 8 | attempt)
     through.send(number, call.render(this)).onComplete { result =>
       val reply = result.getOrElse(failedFuture)
       val ok = reply match

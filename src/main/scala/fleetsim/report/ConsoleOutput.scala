@@ -44,7 +44,7 @@ final class ConsoleOutput(out: PrintStream, terminal: Boolean, sessions: TunnelS
       case None =>
         out.println(s"fleetsim: ${run.devices} ${run.transport} devices against ${run.against}, ramping at ${
             BigDecimal(run.rampRate).bigDecimal.stripTrailingZeros.toPlainString}/s, " +
-          run.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; results in ${run.resultsDir}")
+          run.duration.fold("until Ctrl-C")(d => s"for ${d.toCoarsest}") + s"; seed ${run.seed}; results in ${run.resultsDir}")
 
   override def finish(summary: Summary): Unit = synchronized {
     if terminal then out.println() // ends the in-place line

@@ -1,6 +1,6 @@
 package fleetsim.run
 
-import fleetsim.device.{Device, DeviceDispatcher, TimingWheel}
+import fleetsim.device.{Device, DeviceDispatcher, Draws, TimingWheel}
 import fleetsim.metrics.{FleetMetrics, MeteredSessions, MeteredTransport}
 import fleetsim.tls.{CertificateAuthority, FleetTls}
 import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, NetworkFaults, Sessions, Transport, UrlTransport}
@@ -10,8 +10,6 @@ import org.apache.pekko.actor.Props
 import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector}
 import org.apache.pekko.http.scaladsl.model.Uri
 
-import java.util.concurrent.ThreadLocalRandom
-import java.util.random.RandomGenerator
 import scala.concurrent.{ExecutionContext, Future}
 
 /** What one process's devices share, made once from the run's settings: their metrics, the metered
@@ -72,11 +70,10 @@ object FleetParts:
     val faults = NetworkFaults(settings.http.requestTimeout)
     val made = settings.transport.parts(Making(settings, url, embeddedCa, devices, metrics, holding, faults))
     val http = faults.transport(holding.fold(made.direct)(HeldBack.transport(made.direct, _)))
-    val random: RandomGenerator = () => ThreadLocalRandom.current().nextLong()
     // Devices whose sessions have I/O threads of their own run, and their wheels tick, on them
     // (MQTT's: bench/history/2026-11-23-mqtt-cpu-event-loops.md).
     val wheel = TimingWheel(on = made.io)
     val dispatchers = made.io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
     new FleetParts(metrics, http, made.sessions, wheel,
-      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), made.sessions, metrics, wheel, random, dispatchers = dispatchers),
+      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), made.sessions, metrics, wheel, Draws.seeded(settings.seed), dispatchers = dispatchers),
       faults)

@@ -112,7 +112,7 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     val judgements = TestProbe[(Int, Option[FailureReason])]()
     val actions = TestProbe[(String, Int, Long)]()
     private val tunnels = Option.when(withTunnels)(ScriptedTunnels(opens.ref, tunnelCalls.ref))
-    private val shared = Device.Shared(apV1(tunnels.map(_ => "ecdsa-sha2-nistp256 AAAA"), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref, actions.ref), wheel, half, () => now)
+    private val shared = Device.Shared(apV1(tunnels.map(_ => "ecdsa-sha2-nistp256 AAAA"), profile), settings, ScriptedTransport(calls.ref), tunnels, Probed(moves.ref, halts.ref, judgements.ref, actions.ref), wheel, Draws.fixed(half), () => now)
     /** A device is a classic actor, made by a parent as the fleet makes it. */
     val device: ActorRef[Device.Command] =
       val made = TestProbe[ActorRef[Device.Command]]()
