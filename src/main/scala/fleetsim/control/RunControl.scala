@@ -57,19 +57,25 @@ enum RunAction(val kind: String):
       extends RunAction("controller-fault")
   /** The embedded broker drops every MQTT connection at once, as a broker fail-over does. */
   case BrokerDrop extends RunAction("broker-drop")
-  /** The embedded reference controller has new configuration for every device: HTTP devices hear of
-    * it in their next reply, MQTT devices in a push; the action's recovery is each device applying it.
+  /** The embedded controller's SSH server drops every tunnel at once, as its restart does. */
+  case SshDrop extends RunAction("ssh-drop")
+  /** New configuration for every device, `by` the user's call or command, else from the embedded
+    * reference controller (HTTP devices hear of it in their next reply, MQTT devices in a push); the
+    * action's recovery is each device applying it.
     */
-  case ConfigPush extends RunAction("config-push")
+  case ConfigPush(by: Option[Push] = None) extends RunAction("config-push")
+
+  /** It drops the devices' sessions on the embedded controller: a run whose devices hold others cannot take it. */
+  def dropsSessions: Boolean = this == BrokerDrop || this == SshDrop
 
   /** It acts on the embedded reference controller (or its broker): a run against another cannot take it. */
   def onController: Boolean = this match
-    case ControllerFault(_, _, _, _) | BrokerDrop | ConfigPush => true
+    case ControllerFault(_, _, _, _) | BrokerDrop | SshDrop | ConfigPush(None) => true
     case _ => false
 
   /** How long it acts, from its start: until the last of its devices is powered on again, or its fault ends. */
   def span: FiniteDuration = this match
-    case RestartStopped | BrokerDrop | ConfigPush => Duration.Zero
+    case RestartStopped | BrokerDrop | SshDrop | ConfigPush(_) => Duration.Zero
     case PowerCut(_, outage) => outage
     case RebootWave(_, _, over, down) => over + down
     case Partition(_, lasting) => lasting

@@ -35,6 +35,11 @@ final class Controller private (val registry: Registry, routes: ControllerRoutes
     mqtt.foreach(_.publish(MqttBroker.FleetTopic, MqttBroker.configPush(seq, url)))
     seq
 
+  /** Drops every device's session at once, its broker's connections and its SSH server's tunnels,
+    * as `POST /admin/mqtt/drop` and `/admin/ssh/drop` do; how many.
+    */
+  def dropSessions(): Int = mqtt.fold(0)(_.dropAll()) + ssh.fold(0)(_.drop(1.0))
+
   /** Stops accepting, and closes open connections and SSH sessions after a short grace period. */
   def stop(): Future[Done] =
     given ExecutionContext = ExecutionContext.parasitic

@@ -121,10 +121,11 @@ final class FleetRun private (
   def act(action: RunAction, name: Option[String] = None): Future[Long] =
     if acted.size >= Device.Switch.MaxActions then
       return Future.failed(IllegalStateException(s"a run takes at most ${Device.Switch.MaxActions} actions, and this one has had them"))
-    val embedded = controller.filter(c => action != RunAction.BrokerDrop || c.mqtt.isDefined)
+    val embedded = controller.filter(_ => !action.dropsSessions || settings.transport.sessionDrop.contains(action))
     if embedded.isEmpty && action.onController then
       return Future.failed(IllegalStateException(s"${action.kind} acts on the embedded reference controller${
-        if action == RunAction.BrokerDrop then "'s broker (--transport mqtt without --broker)" else " (a run without --controller)"}"))
+        if action.dropsSessions then s" and sessions its devices hold (${TransportKinds.dropped(action).fold("")(k => s"--transport ${k.name}")})"
+        else " (a run without --controller)"}"))
     val reached = action match
       case RunAction.RestartStopped => devices.restartStopped()
       case RunAction.PowerCut(reach, _) => inFleet(reach)
@@ -133,7 +134,7 @@ final class FleetRun private (
       case RunAction.Flapping(reach, _, _, _) => inFleet(reach)
       case RunAction.Degrade(reach, _, _, _) => inFleet(reach)
       case RunAction.ControllerFault(_, _, _, _) => 0L
-      case RunAction.BrokerDrop | RunAction.ConfigPush => inFleet(Reach.All)
+      case RunAction.BrokerDrop | RunAction.SshDrop | RunAction.ConfigPush(_) => inFleet(Reach.All)
     val number = synchronized {
       val taken = acted.map(_.name).toSet
       val base = name.getOrElse(action.kind)
@@ -166,15 +167,18 @@ final class FleetRun private (
       case RunAction.ControllerFault(errorRate, throttleRate, latency, lasting) =>
         embedded.foreach(_.inject(Faults(errorRate, latency.toMillis, throttleRate)))
         system.scheduler.scheduleOnce(lasting, () => embedded.foreach(_.inject(Faults())))
-      case RunAction.BrokerDrop =>
+      case RunAction.BrokerDrop | RunAction.SshDrop =>
         // Marked, then the moment recoveries are timed from, then the drop: apart, so that the devices hear each before the next.
         devices.switch(affect(Reach.All, number, Device.Affect.Phase.Start))
         system.scheduler.scheduleOnce(100.millis, () => devices.switch(affect(Reach.All, number, Device.Affect.Phase.Moment)))
-        system.scheduler.scheduleOnce(120.millis, () => embedded.flatMap(_.mqtt).foreach(_.dropAll()))
-      case RunAction.ConfigPush => // as a drop is, with each device's recovery its applying the new configuration
+        system.scheduler.scheduleOnce(120.millis, () => embedded.foreach(_.dropSessions()))
+      case RunAction.ConfigPush(by) => // as a drop is, with each device's recovery its applying the new configuration
         devices.switch(affect(Reach.All, number, Device.Affect.Phase.Start).copy(applies = true))
         system.scheduler.scheduleOnce(100.millis, () => devices.switch(affect(Reach.All, number, Device.Affect.Phase.Moment)))
-        system.scheduler.scheduleOnce(120.millis, () => embedded.foreach(_.rollOut()))
+        system.scheduler.scheduleOnce(120.millis, () => by match
+          case None => embedded.foreach(_.rollOut())
+          case Some(push) => // a push that failed leaves the devices unapplied: never back, in the summary
+            push.perform(io).foreach(_.foreach(problem => System.err.println(s"fleetsim: action ${acted(number).name}: $problem")))(using io))
     Future.successful(reached)
 
   private def affect(reach: Reach, number: Int, phase: Device.Affect.Phase) = Device.Affect(reach.from, reach.until, reach.among, number, phase)

@@ -1,6 +1,7 @@
 package fleetsim.run
 
 import com.typesafe.config.Config
+import fleetsim.control.RunAction
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState
 import fleetsim.fleet.DescriptorBudget
@@ -29,7 +30,6 @@ final class MqttKind(val broker: Option[String], val maxConnects: Int) extends T
   override def serverUrl(settings: RunSettings): Option[String] = broker
   override def serverTls(settings: RunSettings): Boolean = broker.exists(_.startsWith("mqtts://"))
   override def embed(settings: ControllerSettings)(using ActorSystem[?]): Future[Controller] = Controller.start(settings, mqtt = true)
-  override def embedsBroker: Boolean = true
   override def embeddedUrl(controller: Controller): Option[String] = controller.mqtt.map(_.url)
 
   override def sessions: Option[String] = Some("MQTT connections")
@@ -63,6 +63,7 @@ final class MqttKind(val broker: Option[String], val maxConnects: Int) extends T
     summary.copy(mqtt = Some(MqttSummary(t.opened, upAtEnd, metrics.reconnects, Summary.failures(t.failures), Summary.latencySummary(t.overall))))
 
 object MqttKind extends TransportKinds.Entry("mqtt", defaultProfile = "iot-mqtt", help = "a connection per device to a broker"):
+  override def sessionDrop: Option[RunAction] = Some(RunAction.BrokerDrop)
   def profileSection: ProfileSection = MqttSection
   private def broker(config: Config) = Option(config.getString("fleetsim.mqtt.broker")).filter(_.nonEmpty).map(_.stripSuffix("/"))
   private def maxConnects(config: Config) = config.getInt("fleetsim.mqtt.max-connects")

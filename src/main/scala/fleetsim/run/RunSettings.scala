@@ -128,11 +128,12 @@ object RunSettings:
 
   /** A scenario's actions on the embedded controller or broker, in a run that has it. */
   private def checkActions(scenario: Scenario, settings: RunSettings): Unit =
-    for action <- scenario.actions if action.make(0).onController do
+    for action <- scenario.actions; made = action.make(0) if made.onController do
       if !settings.embedded then throw IllegalArgumentException(s"${action.where}: ${action.kind} acts on the embedded reference controller, " +
         s"and this run's ${settings.transport.server.name} is its own (${settings.transport.server.flag}): leave the action out, or the flag")
-      if action.kind == "broker-drop" && !settings.transport.embedsBroker then
-        throw IllegalArgumentException(s"${action.where}: broker-drop drops the embedded broker's connections: run the scenario with --transport mqtt")
+      if made.dropsSessions && !settings.transport.sessionDrop.contains(made) then
+        throw IllegalArgumentException(s"${action.where}: ${action.kind} drops sessions this run's ${settings.transport.name} devices do not hold: " +
+          s"run the scenario with --transport ${TransportKinds.dropped(made).fold("?")(_.name)}")
 
   /** The run's thresholds, each checked against the figures its profile's runs have: a mistake names
     * where the threshold came from (--threshold, its variable, or a file's file:line). In a file, one

@@ -1,6 +1,7 @@
 package fleetsim.run
 
 import com.typesafe.config.Config
+import fleetsim.control.RunAction
 import fleetsim.controller.{Controller, ControllerSettings}
 import fleetsim.device.DeviceState
 import fleetsim.metrics.{MetricsSnapshot, TunnelSample}
@@ -43,6 +44,7 @@ final class SshKind(val ssh: SshSettings) extends TransportKind:
     summary.copy(tunnels = Some(TunnelsSummary(t.opened, upAtEnd, t.retunnels, Summary.failures(t.failures), Summary.latencySummary(t.overall))))
 
 object SshKind extends TransportKinds.Entry("ssh", defaultProfile = "ap-v1", help = "a tunnel per device"):
+  override def sessionDrop: Option[RunAction] = Some(RunAction.SshDrop)
   /** Its devices' calls are HTTP's, through their tunnels; the section's ssh block says where those go. */
   def profileSection: ProfileSection = HttpSection
   def read(config: Config): TransportKind = SshKind(SshSettings(config))

@@ -40,8 +40,8 @@ trait TransportKind extends SessionFigures with SessionsSection:
   def serverTls(settings: RunSettings): Boolean = serverUrl(settings).exists(_.startsWith("https://"))
   /** Starts the embedded reference controller with what this kind's devices call (its SSH server, its broker). */
   def embed(settings: ControllerSettings)(using ActorSystem[?]): Future[Controller] = Controller.start(settings)
-  /** Its devices connect to the embedded controller's broker, when the run embeds one. */
-  def embedsBroker: Boolean = false
+  /** The action that drops its devices' sessions on the embedded controller ([[TransportKinds.Entry.sessionDrop]]). */
+  final def sessionDrop: Option[fleetsim.control.RunAction] = entry.sessionDrop
   /** What the devices call on the embedded controller: its HTTP(S) URL, or its broker's. */
   def embeddedUrl(controller: Controller): Option[String] = Some(controller.url)
   /** The URL the devices call: the user's server, else the embedded one's. */
@@ -95,6 +95,10 @@ object TransportKinds extends ProfileTransports[TransportKinds.Entry]:
     def read(config: Config): TransportKind
     /** Checks this kind's own settings in a run of any kind: `chosen` when the run is of this kind. */
     def check(config: Config, chosen: Boolean): Unit = ()
+    /** The action that drops its devices' sessions on the embedded controller (its broker's
+      * connections, its SSH server's tunnels); None: they hold none there.
+      */
+    def sessionDrop: Option[fleetsim.control.RunAction] = None
 
   val all: Seq[Entry] = Seq(HttpKind, SshKind, MqttKind)
 
@@ -104,6 +108,9 @@ object TransportKinds extends ProfileTransports[TransportKinds.Entry]:
   val default: Entry = HttpKind
 
   def named(name: String): Option[Entry] = all.find(_.name == name)
+
+  /** The kind whose devices hold the sessions `action` drops on the embedded controller. */
+  def dropped(action: fleetsim.control.RunAction): Option[Entry] = all.find(_.sessionDrop.contains(action))
 
   /** "a, b or c". */
   def either(words: Seq[String]): String = if words.size < 2 then words.mkString else words.init.mkString(", ") + " or " + words.last

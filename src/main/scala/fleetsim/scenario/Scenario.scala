@@ -3,7 +3,7 @@ package fleetsim.scenario
 import com.typesafe.config.{Config, ConfigException, ConfigFactory, ConfigList, ConfigObject, ConfigValue, ConfigValueType}
 import fleetsim.HoconChecks
 import fleetsim.HoconChecks.Unreadable
-import fleetsim.control.{Reach, RunAction}
+import fleetsim.control.{Push, Reach, RunAction}
 
 import java.nio.file.Path
 import scala.concurrent.duration.*
@@ -176,7 +176,41 @@ object Scenario:
         _ => RunAction.ControllerFault(errors, throttled, latency, lasting)
       }),
     Kind("broker-drop", Set.empty, "broker-drop {}", (_, _, _) => _ => RunAction.BrokerDrop),
-    Kind("config-push", Set.empty, "config-push {}", (_, _, _) => _ => RunAction.ConfigPush))
+    Kind("ssh-drop", Set.empty, "ssh-drop {}", (_, _, _) => _ => RunAction.SshDrop),
+    Kind("config-push", Set("http", "command"), "config-push {}", { (checks, c, block) =>
+      if c.hasPath("http") && c.hasPath("command") then checks.fail(block, "a config push is by http { ... } or by command = [...], not both")
+      val by = if c.hasPath("http") then Some(pushCall(checks, checks.blockAt(c, "http", "a config push's http")))
+        else if c.hasPath("command") then Some(pushCommand(checks, c))
+        else None
+      _ => RunAction.ConfigPush(by)
+    }))
+
+  private val Methods = Set("GET", "POST", "PUT", "PATCH", "DELETE")
+
+  /** A config push's call to another controller: `http { method, url, body?, headers? }`. */
+  private def pushCall(checks: Checks, block: ConfigObject): Push.Call =
+    import checks.*
+    val example = """http { method = POST, url = "https://ctl.example/api/rollout", body = "{}", headers { Authorization = "Bearer "${?TOKEN} } }"""
+    keysOf(block, Set("method", "url", "body", "headers"), s"a config push's http (like $example)")
+    val c = block.toConfig
+    if !c.hasPath("url") then fail(block, s"a config push's http needs url, like $example")
+    val url = string(c, "url")
+    if !url.matches("(?i)https?://[^/\\s]+.*") then failAt(c, "url", s"a config push's url is http:// or https://, like https://ctl.example/api/rollout")
+    val method = if c.hasPath("method") then string(c, "method").toUpperCase else "POST"
+    if !Methods(method) then failAt(c, "method", s"a config push's method is one of ${Methods.toSeq.sorted.mkString(", ")}")
+    val headers = if !c.hasPath("headers") then Map.empty[String, String] else
+      val h = blockAt(c, "headers", "a config push's headers")
+      h.keySet.asScala.toSeq.map(k => k -> string(h.toConfig, com.typesafe.config.ConfigUtil.joinPath(k))).toMap
+    Push.Call(method, url, if c.hasPath("body") then string(c, "body") else "", headers)
+
+  /** A config push's command: `command = ["./rollout.sh", "v2"]`, run without a shell. */
+  private def pushCommand(checks: Checks, c: Config): Push.Command =
+    val argv = c.getValue("command") match
+      case list: ConfigList if list.size > 0 && list.asScala.forall(_.valueType == ConfigValueType.STRING) =>
+        list.asScala.map(_.unwrapped.toString).toSeq
+      case _ => checks.failAt(c, "command", """a config push's command is the program and its arguments, like command = ["./rollout.sh", "v2"]""")
+    Push.Command(argv)
+
 
   /** The names of the actions a scenario may take. */
   val actionKinds: Seq[String] = kinds.map(_.name)

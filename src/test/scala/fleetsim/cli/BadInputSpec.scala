@@ -127,6 +127,9 @@ class BadInputSpec extends AnyWordSpec:
         mentioning = s"--devices (or FLEETSIM_DEVICES): the stages of scenario $valid set it")
       val late = scenario(stages + "actions = [ { at = 5s, power-cut { devices = all, for = 2s } } ]\n")
       assertOneLine(Seq("run", "--scenario", late.toString) ++ run, mentioning = s"$late:2: power-cut at 5 seconds acts until 7 seconds, after the scenario's end")
+      val drop = scenario(stages + "actions = [\n  { at = 2s, ssh-drop {} }\n]\n")
+      assertOneLine(Seq("run", "--scenario", drop.toString) ++ run,
+        mentioning = s"$drop:3: ssh-drop drops sessions this run's http devices do not hold: run the scenario with --transport ssh")
     }
   }
 

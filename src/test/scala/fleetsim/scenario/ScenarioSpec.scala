@@ -1,6 +1,6 @@
 package fleetsim.scenario
 
-import fleetsim.control.{Reach, RunAction}
+import fleetsim.control.{Push, Reach, RunAction}
 import fleetsim.device.Selection
 import org.scalatest.wordspec.AnyWordSpec
 
@@ -84,13 +84,26 @@ class ScenarioSpec extends AnyWordSpec:
           { at = 20s, degrade { devices = all, latency = 200ms, loss = 5%, for = 10s } }
           { at = 30s, controller-fault { error-rate = 20%, latency = 50ms, for = 5s } }
           { at = 40s, broker-drop {} }
+          { at = 50s, ssh-drop {} }
+          { at = 51s, config-push { http { url = "https://ctl.example/api/rollout", headers { Authorization = "Bearer t0ken" } } } }
+          { at = 52s, name = rollback, config-push { command = ["./rollout.sh", "v2"] } }
         ]
-        """).toOption.get
+        """).fold(fail(_), identity)
       assert(s.actions.map(_.make(9)) == Seq(
         RunAction.Partition(Reach(0, Int.MaxValue, Selection.Share(0.2, 9)), 10.seconds),
         RunAction.Degrade(Reach.All, 200.millis, 0.05, 10.seconds),
         RunAction.ControllerFault(0.2, 0, 50.millis, 5.seconds),
-        RunAction.BrokerDrop))
+        RunAction.BrokerDrop,
+        RunAction.SshDrop,
+        RunAction.ConfigPush(Some(Push.Call("POST", "https://ctl.example/api/rollout", "", Map("Authorization" -> "Bearer t0ken")))),
+        RunAction.ConfigPush(Some(Push.Command(Seq("./rollout.sh", "v2"))))))
+      // What a line may say of a push holds neither its headers nor a URL's credentials.
+      assert(Push.Call("POST", "https://me:s3cret@ctl.example/api?token=x", "", Map("Authorization" -> "Bearer t0ken")).toString == "POST https://ctl.example/api")
+      def push(inner: String) = mistake(s"stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, config-push { $inner } } ]")
+      assert(push("http { url = \"ftp://x\" }").contains("a config push's url is http:// or https://"))
+      assert(push("http { url = \"https://x\", metod = POST }").contains("unknown key 'metod' in a config push's http"))
+      assert(push("command = \"./rollout.sh v2\"").contains("a config push's command is the program and its arguments"))
+      assert(push("command = [\"a\"], http { url = \"https://x\" }").contains("not both"))
       assert(read("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, flapping { devices = 10%, every = 10s, down = 3s, for = 30s } } ]")
         .toOption.get.actions.head.make(1) == RunAction.Flapping(Reach(0, Int.MaxValue, Selection.Share(0.1, 1)), 10.seconds, 3.seconds, 30.seconds))
       assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, flapping { devices = all, every = 3s, down = 3s, for = 9s } } ]")
