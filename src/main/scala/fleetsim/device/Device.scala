@@ -401,7 +401,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     */
   private def powerOff(cause: Short): Unit =
     epoch += 1
-    closeSession()
+    session.foreach(_.cut()) // without a word: no goodbye leaves a device whose power went
+    session = None
     cutBy = cause
     enter(Off)
     if cause != Switch.NoAction then events.cut(cause)

@@ -43,3 +43,4 @@ final class MeteredSessions(inner: Sessions, metrics: FleetMetrics) extends Sess
     def send(device: Int, request: Request): Future[Reply] = metered.send(device, request)
     def lost: Future[Done] = session.lost
     def close(): Future[Done] = session.close()
+    override def cut(): Unit = session.cut()

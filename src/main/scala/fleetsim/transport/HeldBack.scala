@@ -27,3 +27,4 @@ object HeldBack:
     def send(device: Int, request: Request): Future[Reply] = if holding() then refused else inner.send(device, request)
     def lost: Future[Done] = inner.lost
     def close(): Future[Done] = inner.close()
+    override def cut(): Unit = inner.cut()

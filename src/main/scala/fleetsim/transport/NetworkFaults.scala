@@ -30,7 +30,7 @@ final class NetworkFaults(timeout: FiniteDuration):
   /** Action `action`'s fault starts for the devices `reaches` says. */
   def start(action: Int, reaches: Int => Boolean, fault: NetworkFault): Unit =
     synchronized { on = on :+ (action, reaches, fault) }
-    if fault == NetworkFault.Partition then open.forEach((device, session) => if reaches(device) then session.close())
+    if fault == NetworkFault.Partition then open.forEach((device, session) => if reaches(device) then session.cut()) // no goodbye crosses a cut link
 
   /** Action `action`'s fault is over. */
   def end(action: Int): Unit = synchronized { on = on.filterNot(_._1 == action) }
@@ -66,6 +66,7 @@ final class NetworkFaults(timeout: FiniteDuration):
     def send(device: Int, request: Request): Future[Reply] = through(of(device), request)(session.send(device, request))
     def lost: Future[Done] = session.lost
     def close(): Future[Done] = session.close()
+    override def cut(): Unit = session.cut()
 
   /** A call as the fault lets it through: lost (timed out after its timeout), delayed, or as it is. */
   private def through(fault: NetworkFault, request: Request)(send: => Future[Reply]): Future[Reply] = fault match

@@ -117,6 +117,10 @@ final case class Push(topic: String, payload: Array[Byte])
   */
 trait Session extends Transport:
   def lost: Future[Done]
+  /** Ends the session without a word, as a device that loses its power does: the connection goes,
+    * no goodbye is sent (an MQTT broker then publishes the device's will). [[close]] says goodbye.
+    */
+  def cut(): Unit = close()
 
 /** What a device's join said of its session, as its profile read it (where its SSH tunnel goes,
   * [[ssh.SshEndpoint]]): each kind's sessions read the offer they know and pass over any other.

@@ -123,4 +123,32 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
           Await.result(run.finish("test over"), 60.seconds)
         }
       }
+
+    "have the broker publish the last will of exactly the devices a power cut takes, over MQTT 5 and 3.1.1, and of none a run's end closes" in
+      withBroker("allow_anonymous true") { broker =>
+        // A client of the test's own, subscribed to the wills iot-mqtt's devices leave: devices/<id>/status, "offline".
+        val watcher = com.hivemq.client.mqtt.MqttClient.builder().useMqttVersion5().identifier("will-watcher")
+          .serverHost("127.0.0.1").serverPort(broker.port).buildBlocking()
+        watcher.connect()
+        val wills = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+        val marker = "devices/marker/status"
+        watcher.toAsync.subscribeWith().topicFilter("devices/+/status").callback(p => wills.add(p.getTopic.toString)).send().get()
+        try
+          for (version, devices) <- Seq("5" -> 20, "\"3.1.1\"" -> 30) do
+            wills.clear()
+            val text = Files.readString(java.nio.file.Path.of(profile())).replace("version = 5 ", s"version = $version ")
+            val c = config(s"mqtt://127.0.0.1:${broker.port}", Files.writeString(Files.createTempFile(dir, "will", ".conf"), text).toString,
+              s"fleetsim.fleet.devices = $devices")
+            withSystem(c) {
+              val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+              eventually(assert(run.metrics.devicesByState(Reporting) == devices, run.metrics.devicesByState))
+              Await.result(run.act(fleetsim.control.RunAction.PowerCut(fleetsim.control.Reach(0, 10, fleetsim.device.Selection.All), 1.hour)), 10.seconds)
+              eventually(assert(wills.size == 10, wills)) // each cut device's own, and only those
+              Await.result(run.finish("test over"), 60.seconds) // the others say goodbye: no will
+            }
+            watcher.publishWith().topic(marker).payload("ends".getBytes).send()
+            eventually(assert(wills.contains(marker)))
+            assert(wills.size == 11, s"MQTT $version: $wills")
+        finally watcher.disconnect()
+      }
   }

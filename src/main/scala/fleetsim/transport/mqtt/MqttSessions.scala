@@ -174,6 +174,8 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       disconnect(client)
       Future.successful(Done)
 
+    override def cut(): Unit = client.drop()
+
   /** What the two protocol versions' clients have in common, as a session needs it. Their builders
     * share no types, so each version fills in the CONNECT and the SUBSCRIBE itself.
     */
@@ -188,6 +190,12 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     protected def subscribe(): CompletableFuture[?]
     def publish(request: Request): CompletableFuture[?]
     def disconnect(): CompletableFuture[?]
+    /** The connection's channel closed under the client, no DISCONNECT sent: the broker publishes the
+      * device's will. The client's API has no such call; its connection's channel is in its internal
+      * config (MQTT 3.1.1's behind a view): MosquittoSpec holds both to the client's version.
+      */
+    def drop(): Unit = Option(MqttSessions.rawConfig(config).getRawConnectionConfig).foreach(_.getChannel.close())
+    protected def config: AnyRef
 
   private final class V5Client(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Client(identity):
     protected def connack(): CompletableFuture[?] =
@@ -214,6 +222,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
     def disconnect(): CompletableFuture[?] = client.disconnect()
+    protected def config: AnyRef = client.getConfig
 
   private final class V3Client(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Client(identity):
     protected def connack(): CompletableFuture[?] =
@@ -238,8 +247,16 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
     def disconnect(): CompletableFuture[?] = client.disconnect()
+    protected def config: AnyRef = client.getConfig
 
 object MqttSessions:
+  /** The client's internal config, under an MQTT 3.1.1 client's view of it. */
+  private[mqtt] def rawConfig(config: AnyRef): com.hivemq.client.internal.mqtt.MqttClientConfig = config match
+    case raw: com.hivemq.client.internal.mqtt.MqttClientConfig => raw
+    case view: com.hivemq.client.internal.mqtt.mqtt3.Mqtt3ClientConfigView =>
+      val delegate = classOf[com.hivemq.client.internal.mqtt.mqtt3.Mqtt3ClientConfigView].getDeclaredField("delegate")
+      delegate.setAccessible(true)
+      delegate.get(view).asInstanceOf[com.hivemq.client.internal.mqtt.MqttClientConfig]
   /** A publish the broker took (QoS 1: PUBACK'd; QoS 0: written): one reply for all. */
   private val Delivered = Reply.Response(200, Array.emptyByteArray)
   private val Overloaded = Reply.Failed(FailureReason.Overloaded)

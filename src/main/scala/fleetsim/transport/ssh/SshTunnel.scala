@@ -52,3 +52,5 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
     Flow.futureFlow(opened.map(c => SshStreams.flow(c.getAsyncOut, c.getAsyncIn, () => c.close(false))))
 
   def close(): Future[Done] = SshStreams.completion(session.close(false))(_ => Success(Done))
+  /** The socket closed at once: no channel closed in turn, no disconnect message. */
+  override def cut(): Unit = session.close(true)
