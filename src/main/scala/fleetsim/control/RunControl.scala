@@ -63,7 +63,11 @@ enum RunAction(val kind: String):
     * reference controller (HTTP devices hear of it in their next reply, MQTT devices in a push); the
     * action's recovery is each device applying it.
     */
-  case ConfigPush(by: Option[Push] = None) extends RunAction("config-push")
+  case ConfigPush(by: Option[UserCall] = None) extends RunAction("config-push")
+  /** The user's call or command, and `undo`, if any, `lasting` later: a fault of their own turned on
+    * and off, in any controller, broker or proxy. It reaches no device of the fleet's own.
+    */
+  case Call(call: UserCall, lasting: FiniteDuration, undo: Option[UserCall]) extends RunAction("call")
 
   /** It drops the devices' sessions on the embedded controller: a run whose devices hold others cannot take it. */
   def dropsSessions: Boolean = this == BrokerDrop || this == SshDrop
@@ -76,6 +80,7 @@ enum RunAction(val kind: String):
   /** How long it acts, from its start: until the last of its devices is powered on again, or its fault ends. */
   def span: FiniteDuration = this match
     case RestartStopped | BrokerDrop | SshDrop | ConfigPush(_) => Duration.Zero
+    case Call(_, lasting, _) => lasting
     case PowerCut(_, outage) => outage
     case RebootWave(_, _, over, down) => over + down
     case Partition(_, lasting) => lasting

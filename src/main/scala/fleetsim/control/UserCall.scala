@@ -7,21 +7,22 @@ import scala.concurrent.{ExecutionContext, Future}
 import scala.jdk.FutureConverters.*
 import scala.util.control.NonFatal
 
-/** How a config push reaches a controller that is not the embedded one: a call or a command of the
-  * user's, as their own tooling would roll a configuration out.
+/** A call or a command of the user's that a scenario makes at its time, as their own tooling would:
+  * a config push to a controller that is not the embedded one, a fault turned on and off in any
+  * controller, broker or proxy.
   */
-enum Push:
-  /** An HTTP(S) call: `method` to `url` with `body` and `headers`; a reply other than 2xx is a failed push. */
-  case Call(method: String, url: String, body: String, headers: Map[String, String])
-  /** A program and its arguments, run without a shell; an exit other than 0 is a failed push. */
+enum UserCall:
+  /** An HTTP(S) call: `method` to `url` with `body` and `headers`; a reply other than 2xx failed. */
+  case Http(method: String, url: String, body: String, headers: Map[String, String])
+  /** A program and its arguments, run without a shell; an exit other than 0 failed. */
   case Command(argv: Seq[String])
 
   /** Performs it: what went wrong, if anything, in words that hold no secret (no header, no URL's credentials). */
   def perform(blocking: ExecutionContext): Future[Option[String]] = this match
-    case Call(method, url, body, headers) =>
+    case Http(method, url, body, headers) =>
       val request = headers.foldLeft(HttpRequest.newBuilder(URI.create(url)).timeout(java.time.Duration.ofSeconds(30))
         .method(method, if body.isEmpty then HttpRequest.BodyPublishers.noBody() else HttpRequest.BodyPublishers.ofString(body)))((r, h) => r.header(h._1, h._2))
-      Push.client.sendAsync(request.build(), HttpResponse.BodyHandlers.discarding()).asScala
+      UserCall.client.sendAsync(request.build(), HttpResponse.BodyHandlers.discarding()).asScala
         .map(reply => Option.when(reply.statusCode / 100 != 2)(s"$this answered ${reply.statusCode}"))(using ExecutionContext.parasitic)
         .recover { case NonFatal(e) => Some(s"$this failed: ${e.getClass.getSimpleName}${Option(e.getMessage).fold("")(m => s" ($m)")}") }(using ExecutionContext.parasitic)
     case Command(argv) =>
@@ -33,10 +34,10 @@ enum Push:
 
   /** "POST https://host/path" or the program's name: what a line may say of it. */
   override def toString: String = this match
-    case Call(method, url, _, _) => s"$method ${Push.withoutCredentials(url)}"
+    case Http(method, url, _, _) => s"$method ${UserCall.withoutCredentials(url)}"
     case Command(argv) => argv.head
 
-object Push:
+object UserCall:
   private lazy val client = HttpClient.newBuilder().connectTimeout(java.time.Duration.ofSeconds(10)).build()
 
   /** The URL without user:password@ or a query, which may hold a token. */

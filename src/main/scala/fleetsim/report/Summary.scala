@@ -221,8 +221,10 @@ object Summary:
       def time(p: Option[Double]) = p.fold("-")(ms => if ms < 1000 then f"$ms%.1f ms" else f"${ms / 1000}%.2f s")
       val back = s"${a.recovered} of ${a.cut} cut back" + (if a.neverBack > 0 then s", ${a.neverBack} never" else "")
       val kind = if a.kind == a.name then "" else s" (${a.kind})"
-      lines += f"  action ${a.name}$kind at ${a.atS}%.1f s for ${a.forS}%.1f s: ${a.devices} devices, $back; recovery p50 ${time(a.recoveryMs.p50)}, " +
-        s"p90 ${time(a.recoveryMs.p90)}, p99 ${time(a.recoveryMs.p99)}, p100 ${time(a.recoveryMs.p100)}"
+      val at = f"  action ${a.name}$kind at ${a.atS}%.1f s for ${a.forS}%.1f s"
+      // An action on the controller alone (a fault, a call) reaches no device: it has no recovery of its own.
+      lines += (if a.devices == 0 && a.cut == 0 then at else s"$at: ${a.devices} devices, $back; recovery p50 ${time(a.recoveryMs.p50)}, " +
+        s"p90 ${time(a.recoveryMs.p90)}, p99 ${time(a.recoveryMs.p99)}, p100 ${time(a.recoveryMs.p100)}")
       a.during.foreach(w => lines += f"    over ${w.seconds}%.0f s: joins at most ${w.joinsPerSPeak}%.0f/s, ${w.errors} errors, lateness p99 at worst ${w.latenessP99MsWorst}%.1f ms")
     }
     s.verdict.foreach(v => lines ++= Verdict.render(v))

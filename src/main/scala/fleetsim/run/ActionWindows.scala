@@ -13,7 +13,7 @@ import scala.collection.mutable
   * @param joins the fleet's joins so far in a snapshot: its join kind's ok replies, or its sessions opened
   */
 final class ActionWindows(joins: MetricsSnapshot => Long):
-  private final class Open(val number: Int, val until: Double, val startErrors: Long):
+  private final class Open(val number: Int, val until: Double, val reached: Long, val startErrors: Long):
     var peak = 0.0
     var errors = 0L
     var worstLateness = 0.0
@@ -24,9 +24,9 @@ final class ActionWindows(joins: MetricsSnapshot => Long):
   private val windows = mutable.LinkedHashMap.empty[Int, Open]
   private var last: Option[(MetricsSnapshot, Double)] = None
 
-  /** Action `number` started now, and lasts `forS` at least. */
-  def open(number: Int, atS: Double, forS: Double): Unit = synchronized {
-    windows(number) = Open(number, atS + forS, last.fold(0L)((s, _) => errorsOf(s)))
+  /** Action `number` started now, reaching `reached` devices, and lasts `forS` at least. */
+  def open(number: Int, atS: Double, forS: Double, reached: Long): Unit = synchronized {
+    windows(number) = Open(number, atS + forS, reached, last.fold(0L)((s, _) => errorsOf(s)))
   }
 
   /** A second of the run: its snapshot and sample. A window closes once its span is over and every
@@ -42,7 +42,10 @@ final class ActionWindows(joins: MetricsSnapshot => Long):
       w.errors = errorsOf(snapshot) - w.startErrors
       w.worstLateness = w.worstLateness.max(lateness)
       w.seconds += elapsed
-      val back = snapshot.actions.get(w.number).forall(a => a.recovery.count >= a.cut) // one that cut none is back at once
+      // Back: every device it cut timed its recovery. One that reached none (a fault, a call) is back
+      // at once; one that did waits for its devices to count the cut, which a drop's do only once it
+      // drops them (its window closed a second in, before its reconnects, when the sample came first).
+      val back = if w.reached == 0 then true else snapshot.actions.get(w.number).exists(a => a.cut > 0 && a.recovery.count >= a.cut)
       if sample.elapsedS >= w.until && back then w.closed = true
     last = Some((snapshot, sample.elapsedS))
   }

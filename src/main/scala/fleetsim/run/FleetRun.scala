@@ -133,7 +133,7 @@ final class FleetRun private (
       case RunAction.Partition(reach, _) => inFleet(reach)
       case RunAction.Flapping(reach, _, _, _) => inFleet(reach)
       case RunAction.Degrade(reach, _, _, _) => inFleet(reach)
-      case RunAction.ControllerFault(_, _, _, _) => 0L
+      case RunAction.ControllerFault(_, _, _, _) | RunAction.Call(_, _, _) => 0L
       case RunAction.BrokerDrop | RunAction.SshDrop | RunAction.ConfigPush(_) => inFleet(Reach.All)
     val number = synchronized {
       val taken = acted.map(_.name).toSet
@@ -142,7 +142,7 @@ final class FleetRun private (
       val a = FleetRun.Acted(unique, action.kind, elapsed, action.span, reached)
       acted :+= a
       unmarked.add(ActionMark(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0))
-      windows.open(acted.size - 1, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0)
+      windows.open(acted.size - 1, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0, if action == RunAction.RestartStopped then 0 else reached) // a restart cuts none
       acted.size - 1
     }
     action match
@@ -177,9 +177,15 @@ final class FleetRun private (
         system.scheduler.scheduleOnce(100.millis, () => devices.switch(affect(Reach.All, number, Device.Affect.Phase.Moment)))
         system.scheduler.scheduleOnce(120.millis, () => by match
           case None => embedded.foreach(_.rollOut())
-          case Some(push) => // a push that failed leaves the devices unapplied: never back, in the summary
-            push.perform(io).foreach(_.foreach(problem => System.err.println(s"fleetsim: action ${acted(number).name}: $problem")))(using io))
+          case Some(call) => perform(call, number)) // a push that failed leaves the devices unapplied: never back, in the summary
+      case RunAction.Call(call, lasting, undo) =>
+        perform(call, number)
+        undo.foreach(u => system.scheduler.scheduleOnce(lasting, () => if finishing.isEmpty then perform(u, number)))
     Future.successful(reached)
+
+  /** Makes the user's call or command for action `number`; one that failed says so in a line. */
+  private def perform(call: fleetsim.control.UserCall, number: Int): Unit =
+    call.perform(io).foreach(_.foreach(problem => System.err.println(s"fleetsim: action ${acted(number).name}: $problem")))(using io)
 
   private def affect(reach: Reach, number: Int, phase: Device.Affect.Phase) = Device.Affect(reach.from, reach.until, reach.among, number, phase)
 

@@ -3,7 +3,7 @@ package fleetsim.scenario
 import com.typesafe.config.{Config, ConfigException, ConfigFactory, ConfigList, ConfigObject, ConfigValue, ConfigValueType}
 import fleetsim.HoconChecks
 import fleetsim.HoconChecks.Unreadable
-import fleetsim.control.{Push, Reach, RunAction}
+import fleetsim.control.{Reach, RunAction, UserCall}
 
 import java.nio.file.Path
 import scala.concurrent.duration.*
@@ -178,38 +178,53 @@ object Scenario:
     Kind("broker-drop", Set.empty, "broker-drop {}", (_, _, _) => _ => RunAction.BrokerDrop),
     Kind("ssh-drop", Set.empty, "ssh-drop {}", (_, _, _) => _ => RunAction.SshDrop),
     Kind("config-push", Set("http", "command"), "config-push {}", { (checks, c, block) =>
-      if c.hasPath("http") && c.hasPath("command") then checks.fail(block, "a config push is by http { ... } or by command = [...], not both")
-      val by = if c.hasPath("http") then Some(pushCall(checks, checks.blockAt(c, "http", "a config push's http")))
-        else if c.hasPath("command") then Some(pushCommand(checks, c))
-        else None
+      val by = userCall(checks, c, block, "a config push")
       _ => RunAction.ConfigPush(by)
-    }))
+    }),
+    Kind("call", Set("http", "command", "for", "undo"), """call { command = ["./fault.sh", "on"], for = 30s, undo { command = ["./fault.sh", "off"] } }""",
+      { (checks, c, block) =>
+        val call = userCall(checks, c, block, "a call").getOrElse(checks.fail(block, "a call needs http { ... } or command = [...]"))
+        val lasting = checks.optionalDuration(c, "for", "a call's for").getOrElse(Duration.Zero)
+        val undo = Option.when(c.hasPath("undo")) {
+          val u = checks.blockAt(c, "undo", "a call's undo")
+          checks.keysOf(u, Set("http", "command"), "a call's undo")
+          if lasting == Duration.Zero then checks.failAt(c, "undo", "a call's undo is made when its for is over: give it one, like for = 30s")
+          userCall(checks, u.toConfig, u, "a call's undo").getOrElse(checks.fail(u, "a call's undo needs http { ... } or command = [...]"))
+        }
+        _ => RunAction.Call(call, lasting, undo)
+      }))
 
   private val Methods = Set("GET", "POST", "PUT", "PATCH", "DELETE")
 
-  /** A config push's call to another controller: `http { method, url, body?, headers? }`. */
-  private def pushCall(checks: Checks, block: ConfigObject): Push.Call =
+  /** `what`'s call of the user's, in its block `c`: `http { ... }` or `command = [...]`; None when neither. */
+  private def userCall(checks: Checks, c: Config, block: ConfigValue, what: String): Option[UserCall] =
+    if c.hasPath("http") && c.hasPath("command") then checks.fail(block, s"$what is by http { ... } or by command = [...], not both")
+    if c.hasPath("http") then Some(httpCall(checks, checks.blockAt(c, "http", s"$what's http"), what))
+    else if c.hasPath("command") then Some(command(checks, c, what))
+    else None
+
+  /** An HTTP(S) call: `http { method, url, body?, headers? }`. */
+  private def httpCall(checks: Checks, block: ConfigObject, what: String): UserCall.Http =
     import checks.*
     val example = """http { method = POST, url = "https://ctl.example/api/rollout", body = "{}", headers { Authorization = "Bearer "${?TOKEN} } }"""
-    keysOf(block, Set("method", "url", "body", "headers"), s"a config push's http (like $example)")
+    keysOf(block, Set("method", "url", "body", "headers"), s"$what's http (like $example)")
     val c = block.toConfig
-    if !c.hasPath("url") then fail(block, s"a config push's http needs url, like $example")
+    if !c.hasPath("url") then fail(block, s"$what's http needs url, like $example")
     val url = string(c, "url")
-    if !url.matches("(?i)https?://[^/\\s]+.*") then failAt(c, "url", s"a config push's url is http:// or https://, like https://ctl.example/api/rollout")
+    if !url.matches("(?i)https?://[^/\\s]+.*") then failAt(c, "url", s"$what's url is http:// or https://, like https://ctl.example/api/rollout")
     val method = if c.hasPath("method") then string(c, "method").toUpperCase else "POST"
-    if !Methods(method) then failAt(c, "method", s"a config push's method is one of ${Methods.toSeq.sorted.mkString(", ")}")
+    if !Methods(method) then failAt(c, "method", s"$what's method is one of ${Methods.toSeq.sorted.mkString(", ")}")
     val headers = if !c.hasPath("headers") then Map.empty[String, String] else
-      val h = blockAt(c, "headers", "a config push's headers")
+      val h = blockAt(c, "headers", s"$what's headers")
       h.keySet.asScala.toSeq.map(k => k -> string(h.toConfig, com.typesafe.config.ConfigUtil.joinPath(k))).toMap
-    Push.Call(method, url, if c.hasPath("body") then string(c, "body") else "", headers)
+    UserCall.Http(method, url, if c.hasPath("body") then string(c, "body") else "", headers)
 
-  /** A config push's command: `command = ["./rollout.sh", "v2"]`, run without a shell. */
-  private def pushCommand(checks: Checks, c: Config): Push.Command =
-    val argv = c.getValue("command") match
+  /** A command, run without a shell: `command = ["./rollout.sh", "v2"]`. */
+  private def command(checks: Checks, c: Config, what: String): UserCall.Command =
+    c.getValue("command") match
       case list: ConfigList if list.size > 0 && list.asScala.forall(_.valueType == ConfigValueType.STRING) =>
-        list.asScala.map(_.unwrapped.toString).toSeq
-      case _ => checks.failAt(c, "command", """a config push's command is the program and its arguments, like command = ["./rollout.sh", "v2"]""")
-    Push.Command(argv)
+        UserCall.Command(list.asScala.map(_.unwrapped.toString).toSeq)
+      case _ => checks.failAt(c, "command", s"""$what's command is the program and its arguments, like command = ["./rollout.sh", "v2"]""")
 
 
   /** The names of the actions a scenario may take. */

@@ -32,7 +32,7 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
       fleetsim.device-profile = "$profile"
       fleetsim.fleet { devices = $Devices, ramp-rate = 1000, devices-csv = "$tokens" }
       fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, iot-tokens = "$tokens" }
-      fleetsim.http.request-timeout = 2s
+      fleetsim.http.request-timeout = 5s # the suite runs beside others: a busy second must not cost a device its registration
       fleetsim.device.backoff { min = 100ms, max = 1s }
       fleetsim.run.results-dir = "${Files.createTempDirectory(dir, Path.of(profile).getFileName.toString)}"
       $extra
@@ -57,14 +57,20 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
     }
     summary
 
-  /** What the devices delivered, kind by kind, is what the controller received. */
+  /** The device's ok calls are the controller's `received`, but for the calls it served after a device's
+    * 5 s were up (a very busy machine), which the device counted timed out.
+    */
+  private def agrees(m: fleetsim.report.MessageCounts, received: Long): Unit =
+    assert(m.ok <= received && received <= m.ok + m.failures.getOrElse("timedOut", 0L), s"$m, $received received")
+
+  /** What the devices delivered, kind by kind, is what the controller received ([[agrees]]). */
   private def countsAgree(summary: Summary, kinds: String*): Unit =
     assert(summary.messages.keySet == kinds.toSet)
     for kind <- kinds do
       val m = summary.messages(kind)
       withClue(s"$kind: ") {
         assert(m.ok > 0)
-        assert(m.ok == summary.controller.get.received(kind))
+        agrees(m, summary.controller.get.received(kind))
         assert(m.sent == m.ok + m.forbidden + m.failed)
       }
 
@@ -85,7 +91,7 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
         eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         assert(summary.messages("checksum").failures("unauthorized") >= Devices)
-        assert(summary.messages("join").ok == controller.counts.received("join"))
+        agrees(summary.messages("join"), controller.counts.received("join"))
       }
     }
   }
@@ -117,10 +123,10 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
         val summary = Await.result(run.finish("test over"), 60.seconds)
         val counts = summary.controller.get
         assert(summary.messages("register").ok == Devices + 5 && counts.received("join") == Devices + 5)
-        for kind <- Seq("config", "applied") do assert(summary.messages(kind).ok == counts.received(kind), kind)
+        for kind <- Seq("config", "applied") do withClue(s"$kind: ")(agrees(summary.messages(kind), counts.received(kind)))
         val polls = summary.messages("checksum")
         assert(polls.failures("rejected") == 5 * 5 && counts.refused("checksum") == 5 * 5) // five 404s each, then silence
-        assert(polls.ok == counts.received("checksum"))
+        agrees(polls, counts.received("checksum"))
         assert(polls.sent == polls.ok + polls.forbidden + polls.failed)
         assert(summary.devices.stopped == Map("checksum: 404 x5" -> 5) && summary.devices.byState("Stopped") == 0)
       }
@@ -134,14 +140,14 @@ class ProfilesEndToEndSpec extends AnyWordSpec with Eventually:
       val poll = "    path = \"/agent/devices/{{id}}/checksum\""
       assert(agent.contains(poll))
       val file = Files.writeString(dir.resolve("impatient.conf"), agent.replace(poll, poll + "\n    timeout = 300ms"))
-      val c = config(file.toString) // the run's request timeout: 2 s
+      val c = config(file.toString) // the run's request timeout: 5 s
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
         Admin(run.controllerUrl).send("PUT", "/admin/faults", """{"latencyMs":1000}""")
         eventually(assert(run.metrics.snapshot().byKind("checksum").failures(fleetsim.transport.FailureReason.TimedOut) >= Devices))
         val summary = Await.result(run.finish("test over"), 60.seconds)
-        assert(summary.messages("join").failed == 0) // a second to answer is within the run's 2 s
+        assert(summary.messages("join").failed == 0) // a second to answer is within the run's 5 s
       }
     }
   }

@@ -1,10 +1,8 @@
 package fleetsim.e2e
 
-import fleetsim.cli.{Options, Parsed, RunCommand}
 import fleetsim.device.Selection
 import fleetsim.report.Summary
-import fleetsim.run.{FleetRun, RunSettings}
-import org.apache.pekko.pattern.after
+import fleetsim.run.RunSettings
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.wordspec.AnyWordSpec
 
@@ -36,21 +34,7 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
     played.future
   private def result[A](played: Future[A]): A = Await.result(played, 5.minutes)
 
-  /** Runs `scenario` with `flags` for its length (or until it stops itself), as the command line would; its summary. */
-  private def play(scenario: Path, flags: String*): (RunSettings, Summary) =
-    val args = List("--scenario", scenario.toString, "--dashboard", "off", "--results", Files.createTempDirectory(dir, "run").toString) ++ flags
-    val config = Options.parse("run", RunCommand.Flags, args) match
-      case Parsed.Settings(c) => c
-      case other => fail(s"parsed $other")
-    val settings = RunSettings(config)
-    var summary: Summary = null
-    withSystem(config) {
-      val run = Await.result(FleetRun.start(settings), 30.seconds)
-      val length = settings.fleet.duration.get
-      val ended = after(length)(run.finish("duration reached"))(using summon[org.apache.pekko.actor.typed.ActorSystem[?]].classicSystem)
-      summary = Await.result(Future.firstCompletedOf(Seq(run.finished, ended))(using ExecutionContext.parasitic), length + 60.seconds)
-    }
-    (settings, summary)
+  private def play(scenario: Path, flags: String*): (RunSettings, Summary) = ScenarioPlays.play(dir, scenario, flags*)
 
   private def shipped(name: String): Path = Path.of("scenarios", name)
 
@@ -73,47 +57,17 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
       }
     play(Files.writeString(dir.resolve("soak.conf"), shortened))
   }
-  /** `body` given the URL of a reference controller in its own process (heartbeats every 2 s). */
-  private def withController[A](body: String => A): A =
-    val controller = ProcessBuilder(ChildJvm.command("256m", Seq("controller", "--port", "0", "--heartbeat-interval", "2s",
-      "--state-dir", Files.createTempDirectory(dir, "state").toString)).asJava).start()
-    try
-      val banner = java.io.BufferedReader(java.io.InputStreamReader(controller.getInputStream)).readLine()
-      body("http://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'")))
-    finally controller.destroy()
-
   /** Against a reference controller in its own process: the summary, and what its /admin/counts said at the end. */
   private val partition = playing {
-    withController { url =>
+    ScenarioPlays.withController(dir) { url =>
       val (_, s) = play(shipped("partition.conf"), "--controller", url, "--seed", "3")
-      val counts = java.net.http.HttpClient.newHttpClient().send(
-        java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
-      (s, counts.body)
-    }
-  }
-  /** Config rolled out to a controller in its own process, as a user's tooling would: by a call, then by a command. */
-  private val pushed = playing {
-    withController { url =>
-      play(Files.writeString(dir.resolve("push.conf"), s"""
-        stages = [ { devices = 50, over = 1s }, { hold = 19s } ]
-        actions = [
-          { at = 4s, name = by-call, config-push { http { method = POST, url = "$url/admin/config/bump" } } }
-          { at = 12s, name = by-command, config-push {
-              command = ["python3", "-c", "import urllib.request as u; u.urlopen(u.Request('$url/admin/config/bump', method='POST'))"] } }
-        ]
-        thresholds = [ "action.by-call.convergence < 6s", "action.by-command.convergence < 6s" ]
-        """), "--controller", url)._2
+      (s, ScenarioPlays.get(s"$url/admin/counts"))
     }
   }
   private val rebootWave = playing(play(shipped("reboot-wave.conf"), "--seed", "7"))
   private val powerCut = playing(play(shipped("power-cut.conf"), "--seed", "42"))
   private val brokerFailover = playing(play(shipped("broker-failover.conf")))
   private val rollouts = Seq("http", "ssh", "mqtt").map(t => t -> playing(play(shipped("config-rollout.conf"), "--transport", t))).toMap
-  private val sshDrop = playing(play(Files.writeString(dir.resolve("ssh-drop.conf"), """
-    stages = [ { devices = 100, over = 2s }, { hold = 14s } ]
-    actions = [ { at = 6s, ssh-drop {} } ]
-    thresholds = [ "action.ssh-drop.recovery.p100 < 8s" ]
-    """), "--transport", "ssh"))
   private val aborted = playing(play(Files.writeString(dir.resolve("abort.conf"), """
     stages = [ { devices = 50, over = 1s }, { hold = 40s } ]
     actions = [ { at = 3s, controller-fault { error-rate = 100%, for = 30s } } ]
@@ -188,27 +142,6 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
         assert(rollout.recoveryMs.p100.exists(_ > 0), rollout) // the convergence: the last device's apply, from the push
         assert(s.verdict.exists(_.passed), Summary.render(s))
       }
-  }
-
-  "A scenario's ssh-drop" should {
-    "have the embedded controller's SSH server drop every tunnel, and every device tunnel again without a join" in {
-      val (_, s) = result(sshDrop)
-      val drop = s.actions.head
-      assert(drop.kind == "ssh-drop" && drop.cut == 100 && drop.recovered == 100 && drop.neverBack == 0, drop)
-      // A device still opening its first tunnel at the drop (a busy machine's slow handshakes) is back without a re-tunnel.
-      assert(s.tunnels.exists(t => t.retunnels > 0 && t.opened >= 100 + t.retunnels && t.upAtEnd == 100), Summary.render(s))
-      assert(s.messages("join").ok == 100, Summary.render(s)) // a lost tunnel is opened again, no join
-      assert(s.verdict.exists(_.passed), Summary.render(s))
-    }
-  }
-
-  "A scenario's config push to another controller" should {
-    "roll out by the user's HTTP call and by their command, every device applying each, with its convergence" in {
-      val s = result(pushed)
-      assert(s.actions.map(a => (a.name, a.kind, a.cut, a.recovered)) == Seq(("by-call", "config-push", 50, 50), ("by-command", "config-push", 50, 50)), s.actions)
-      assert(s.actions.forall(_.recoveryMs.p100.exists(_ > 0)), s.actions)
-      assert(s.verdict.exists(_.passed), Summary.render(s))
-    }
   }
 
   "scenarios/soak.conf, shortened to 30 s" should {

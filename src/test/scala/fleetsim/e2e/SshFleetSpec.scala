@@ -57,13 +57,14 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
       }
     }
 
-    "re-tunnel every device after the controller drops every session at once, spread out rather than in a herd" in {
+    "re-tunnel every device after the controller drops every session at once (a scenario's ssh-drop), spread out rather than in a herd" in {
       val c = config(200, "fleetsim.device.backoff.min = 1s")
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         val gateway = run.controller.get.ssh.get
         eventually(assert(run.metrics.devicesByState(Reporting) == 200))
-        assert(Admin(run.controllerUrl).send("POST", "/admin/ssh/drop?fraction=1").contains("\"sessions\":200"))
+        assert(Await.result(run.act(fleetsim.control.RunAction.SshDrop), 10.seconds) == 200)
+        eventually(assert(gateway.sessions < 20)) // dropped 120 ms after the devices were told to time their recovery
         // Watch the sessions come back: the first 10% to the first 90% must take more than 100 ms.
         val started = System.nanoTime()
         def sinceDrop = (System.nanoTime() - started) / 1_000_000
@@ -78,6 +79,9 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
         val summary = Await.result(run.finish("test over"), 60.seconds)
         assert(summary.tunnels.get.retunnels >= 200)
         assert(summary.tunnels.get.upAtEnd == 200)
+        assert(summary.messages("join").ok == 200) // a lost tunnel is opened again, without a join
+        val drop = summary.actions.head
+        assert(drop.kind == "ssh-drop" && drop.cut == 200 && drop.recovered == 200 && drop.recoveryMs.p100.exists(_ > 0), drop)
       }
     }
 

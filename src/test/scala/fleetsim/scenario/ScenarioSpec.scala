@@ -1,6 +1,6 @@
 package fleetsim.scenario
 
-import fleetsim.control.{Push, Reach, RunAction}
+import fleetsim.control.{Reach, RunAction, UserCall}
 import fleetsim.device.Selection
 import org.scalatest.wordspec.AnyWordSpec
 
@@ -95,15 +95,23 @@ class ScenarioSpec extends AnyWordSpec:
         RunAction.ControllerFault(0.2, 0, 50.millis, 5.seconds),
         RunAction.BrokerDrop,
         RunAction.SshDrop,
-        RunAction.ConfigPush(Some(Push.Call("POST", "https://ctl.example/api/rollout", "", Map("Authorization" -> "Bearer t0ken")))),
-        RunAction.ConfigPush(Some(Push.Command(Seq("./rollout.sh", "v2"))))))
+        RunAction.ConfigPush(Some(UserCall.Http("POST", "https://ctl.example/api/rollout", "", Map("Authorization" -> "Bearer t0ken")))),
+        RunAction.ConfigPush(Some(UserCall.Command(Seq("./rollout.sh", "v2"))))))
       // What a line may say of a push holds neither its headers nor a URL's credentials.
-      assert(Push.Call("POST", "https://me:s3cret@ctl.example/api?token=x", "", Map("Authorization" -> "Bearer t0ken")).toString == "POST https://ctl.example/api")
+      assert(UserCall.Http("POST", "https://me:s3cret@ctl.example/api?token=x", "", Map("Authorization" -> "Bearer t0ken")).toString == "POST https://ctl.example/api")
       def push(inner: String) = mistake(s"stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, config-push { $inner } } ]")
       assert(push("http { url = \"ftp://x\" }").contains("a config push's url is http:// or https://"))
       assert(push("http { url = \"https://x\", metod = POST }").contains("unknown key 'metod' in a config push's http"))
       assert(push("command = \"./rollout.sh v2\"").contains("a config push's command is the program and its arguments"))
       assert(push("command = [\"a\"], http { url = \"https://x\" }").contains("not both"))
+      // A call of the user's, and its undo when its time is up.
+      val call = read("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, call { command = [\"./fault.sh\", \"on\"], for = 30s, " +
+        "undo { http { method = PUT, url = \"http://127.0.0.1:8474/proxies/ctl\", body = \"{}\" } } } } ]").fold(fail(_), identity)
+      assert(call.actions.head.make(0) == RunAction.Call(UserCall.Command(Seq("./fault.sh", "on")), 30.seconds,
+        Some(UserCall.Http("PUT", "http://127.0.0.1:8474/proxies/ctl", "{}", Map.empty))))
+      def calling(inner: String) = mistake(s"stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, call { $inner } } ]")
+      assert(calling("for = 5s").contains("a call needs http { ... } or command = [...]"))
+      assert(calling("command = [\"a\"], undo { command = [\"b\"] }").contains("a call's undo is made when its for is over"))
       assert(read("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, flapping { devices = 10%, every = 10s, down = 3s, for = 30s } } ]")
         .toOption.get.actions.head.make(1) == RunAction.Flapping(Reach(0, Int.MaxValue, Selection.Share(0.1, 1)), 10.seconds, 3.seconds, 30.seconds))
       assert(mistake("stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, flapping { devices = all, every = 3s, down = 3s, for = 9s } } ]")
