@@ -31,12 +31,18 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       willQos = 0, willRetain = false,
       identity = n => MqttIdentity(s"sensor-$n", password.map(_ => s"sensor-$n"), password.map(_.getBytes(UTF_8)), Seq(s"devices/sensor-$n/config"), None))
 
-  private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 2.seconds): MqttSessions =
-    MqttSessions("127.0.0.1", port, options, tls = None, sources = None, connectTimeout = 2.seconds, requestTimeout = requestTimeout, devices)
+  /** A connect has 10 s unless told: a JVM's first, beside the suite's others, took over 2 s in CI. */
+  private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 2.seconds,
+      connectTimeout: FiniteDuration = 10.seconds): MqttSessions =
+    MqttSessions("127.0.0.1", port, options, tls = None, sources = None, connectTimeout = connectTimeout, requestTimeout = requestTimeout, devices)
 
   /** Device `n`'s session, or why it could not open; pushes to it go to `pushed`. */
   private def open(s: MqttSessions, n: Int, pushed: Push => Unit = _ => ()): Either[SessionFailure, Session] =
     Await.result(s.open(n, s"sensor-$n", None, pushed), deadline)
+
+  /** Device `n`'s session, opened; a test that needs it fails saying why it did not open. */
+  private def opened(s: MqttSessions, n: Int, pushed: Push => Unit = _ => ()): Session =
+    open(s, n, pushed).fold(f => fail(s"device $n's session did not open: $f"), identity)
 
   private def publish(n: Int, qos: Int = 1): Request =
     Request(telemetry, "PUBLISH", s"devices/sensor-$n/telemetry", Array.emptyByteArray, """{"t":21.5}""".getBytes(UTF_8), qos)
@@ -57,7 +63,7 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
           val s = sessions(broker.port, options(version))
           val pushes = LinkedBlockingQueue[Push]()
           try
-            val session = open(s, 0, pushes.add).toOption.get
+            val session = opened(s, 0, pushes.add)
             assert(delivered(Await.result(session.send(0, publish(0, qos = 1)), deadline)))
             assert(delivered(Await.result(session.send(0, publish(0, qos = 0)), deadline)))
             eventually(assert(registry.counts.received.get("telemetry").contains(2L)))
@@ -90,7 +96,7 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       finally Await.result(closed.close(), deadline)
       Mosquitto.around(dir, "allow_anonymous true") { mosquitto =>
         mosquitto.pause() // the kernel takes the connection; no CONNACK comes
-        val hung = sessions(mosquitto.port, options(), requestTimeout = 1.second)
+        val hung = sessions(mosquitto.port, options(), requestTimeout = 1.second, connectTimeout = 2.seconds)
         try
           val start = System.nanoTime()
           assert(open(hung, 0) == Left(SessionFailure.Failed(FailureReason.TimedOut)))
@@ -105,7 +111,7 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       Mosquitto.around(dir, "allow_anonymous true") { mosquitto =>
         val s = sessions(mosquitto.port, options(maxInFlight = 1), requestTimeout = 1.second)
         try
-          val session = open(s, 0).toOption.get
+          val session = opened(s, 0)
           mosquitto.pause()
           val waiting = session.send(0, publish(0))
           assert(Await.result(session.send(0, publish(0)), deadline) == Reply.Failed(FailureReason.Overloaded))
@@ -121,7 +127,7 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       withEmbedded { (broker, _) =>
         val s = sessions(broker.port, options(), requestTimeout = 3.seconds)
         try
-          val session = open(s, 0).toOption.get
+          val session = opened(s, 0)
           assert(!session.lost.isCompleted)
           assert(broker.dropAll() == 1)
           Await.result(session.lost, deadline)
@@ -134,7 +140,7 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       Mosquitto.around(dir, "allow_anonymous true") { mosquitto =>
         val s = sessions(mosquitto.port, options())
         try
-          val session = open(s, 0).toOption.get
+          val session = opened(s, 0)
           mosquitto.stop()
           Await.result(session.lost, deadline)
         finally Await.result(s.close(), deadline)
@@ -147,14 +153,14 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
         def loops = Thread.getAllStackTraces.keySet.asScala.filter(_.getName.startsWith("fleetsim-mqtt-io")).toSet
         val before = loops
         val s = sessions(mosquitto.port, options(), devices = 3)
-        val opened = (0 until 3).map(open(s, _).toOption.get)
+        val three = (0 until 3).map(opened(s, _))
         val ours = loops -- before
         assert(ours.nonEmpty && ours.forall(_.isAlive))
         eventually(assert(mosquitto.clientConnections == 3))
-        Await.result(opened.head.close(), deadline)
+        Await.result(three.head.close(), deadline)
         eventually(assert(mosquitto.clientConnections == 2))
         eventually(assert(Files.readString(mosquitto.log).contains("Client sensor-0 disconnected.")))
-        opened.tail.foreach(t => Await.result(t.close(), deadline))
+        three.tail.foreach(t => Await.result(t.close(), deadline))
         Await.result(s.close(), deadline)
         eventually(assert(mosquitto.clientConnections == 0))
         eventually(assert(ours.forall(!_.isAlive)))
