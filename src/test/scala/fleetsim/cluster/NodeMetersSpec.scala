@@ -32,10 +32,14 @@ class NodeMetersSpec extends AnyFunSuite:
     val snapshot = metrics.snapshot()
 
     val cluster = PrometheusMeterRegistry(PrometheusConfig.DEFAULT)
-    NodeMeters(cluster, kinds, () => Map("n1" -> snapshot)).add("n1", snapshot)
+    // Held until scraped: Micrometer's function counters hold what they read weakly, and a collection
+    // in between read them as 0 (a run's ClusterDevices holds its own for the run).
+    val meters = NodeMeters(cluster, kinds, () => Map("n1" -> snapshot))
+    meters.add("n1", snapshot)
 
     val one = Scrape.parse(local.scrape()).series
     val byNode = Scrape.parse(cluster.scrape()).series
+    java.lang.ref.Reference.reachabilityFence(meters)
     // Sums and maxima are of exact times in one process, of µs-rounded ones over the cluster.
     val compared = one.filter((series, _) => !series.contains("_sum") && !series.contains("_max"))
     assert(compared.size > 100, compared.keys)
