@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/cpu-profile.sh JAR N [run args]: where the fleet's CPU goes at an everyday rate (issue 33):
+# N devices, one join each and a heartbeat every 10 s (N/10 messages a second), against the
+# controller in its own process; JFR's execution samples (settings=profile: every 10-20 ms of a
+# thread running Java code) over a steady window after the ramp, with the fleet's CPU seconds over
+# the same window. Prints the share of samples by what the sampled code is (the top frame's
+# package, grouped), the top methods by self samples, and the threads sampled. The recording and
+# the printouts stay in bench/results/profile-DATE-N/; `jfr` reads the recording for anything else
+# (`jfr print --events jdk.ExecutionSample fleet.jfr`, `jfr summary fleet.jfr`).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+jar="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; n="$2"; shift 2
+window="${WINDOW:-60}"              # seconds of steady state recorded
+ramp=$(( n / 5000 + 40 ))           # the ramp at 5,000 a second, every device's first heartbeat, JIT settling
+out="$here/bench/results/profile-$(date -u +%Y%m%d-%H%M%S)-$n"
+mkdir -p "$out"
+
+java -Xmx4g -jar "$jar" controller --port 0 --profile large --heartbeat-interval 10s --stats-interval 3600s \
+  --state-dir "$out/controller" > "$out/controller.log" 2>&1 &
+controller=$!
+fleet=""
+cleanup() { [ -z "$fleet" ] || kill "$fleet" 2>/dev/null || true; kill "$controller" 2>/dev/null || true; }
+trap cleanup EXIT
+for _ in $(seq 150); do grep -q "listening on" "$out/controller.log" && break; sleep 0.2; done
+url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/controller.log" | head -1)
+
+heap_mb=$(( 256 + n * 1000 * 2 / 1048576 )) # as the launcher (./fleetsim) sizes it
+java -Xmx${heap_mb}m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 \
+  "-XX:StartFlightRecording=delay=${ramp}s,duration=${window}s,settings=profile,filename=$out/fleet.jfr" \
+  -jar "$jar" run --controller "$url" --devices "$n" --ramp-rate 5000 --dashboard off \
+  --duration "$(( ramp + window + 15 ))s" --results "$out/run" "$@" > "$out/fleet.log" 2>&1 &
+fleet=$!
+sleep "$ramp"; read -r ua sa < <(awk '{print $14, $15}' "/proc/$fleet/stat")
+sleep "$window"; read -r ub sb < <(awk '{print $14, $15}' "/proc/$fleet/stat")
+wait "$fleet" || true
+fleet=""
+tck=$(getconf CLK_TCK)
+cpu_s=$(python3 -c "print(($ub + $sb - $ua - $sa) / $tck)")
+split=$(python3 -c "print(f'user {($ub - $ua) / $tck:.1f} s, system {($sb - $sa) / $tck:.1f} s')")
+messages=$(python3 -c "
+import json; s = json.load(open('$out/run/summary.json'))
+print(s['messages']['heartbeat']['ok'])")
+
+jfr print --events jdk.ExecutionSample "$out/fleet.jfr" > "$out/samples.txt"
+python3 - "$out/samples.txt" "$cpu_s" "$n" "$window" > "$out/profile.txt" <<'EOF'
+import collections, re, sys
+path, cpu_s, n, window = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+# Each event: "jdk.ExecutionSample {", "sampledThread = ...", "stackTrace = [", frames, "]".
+events, frames, thread, inside = [], [], None, False
+for line in open(path):
+    s = line.strip()
+    if s.startswith("jdk.ExecutionSample"): frames, thread, inside = [], None, False
+    elif s.startswith("sampledThread"): thread = re.sub(r'\s*\(javaThreadId.*', '', s.split("=", 1)[1]).strip().strip('"')
+    elif s.startswith("stackTrace = ["): inside = True
+    elif inside and s == "]": inside = False; events.append((thread, frames))
+    elif inside and s and s != "...": frames.append(re.sub(r'\s+line:.*', '', s))
+total = len(events)
+def group(frame):
+    rules = [("fleetsim.transport", "fleetsim: HTTP client (render, parse, connections)"),
+             ("fleetsim.device", "fleetsim: devices and their wheel"), ("fleetsim.profile", "fleetsim: profile (templates, reading replies)"),
+             ("fleetsim.metrics", "fleetsim: metrics"), ("fleetsim.", "fleetsim: other"),
+             ("org.apache.pekko.stream", "Pekko Streams (the connections' stages)"), ("org.apache.pekko.io", "Pekko IO (TCP, selectors)"),
+             ("org.apache.pekko.http", "Pekko HTTP"), ("org.apache.pekko.dispatch", "Pekko dispatch (mailboxes, thread pool)"),
+             ("org.apache.pekko.actor", "Pekko actors"), ("org.apache.pekko", "Pekko other"),
+             ("sun.nio.ch", "JDK NIO (sockets, selector)"), ("java.util.concurrent", "JDK concurrency (pools, queues, futures)"),
+             ("io.micrometer", "Micrometer"), ("org.HdrHistogram", "HdrHistogram"), ("scala.", "Scala library"),
+             ("java.", "JDK other"), ("jdk.", "JDK other"), ("sun.", "JDK other")]
+    return next((name for prefix, name in rules if frame.startswith(prefix)), "other")
+groups = collections.Counter(group(f[0]) for _, f in events if f)
+tops = collections.Counter(f[0] for _, f in events if f)
+threads = collections.Counter(re.sub(r'-\d+$', '-N', t or "?") for t, _ in events)
+print(f"{total} execution samples over {window} s; fleet CPU {cpu_s:.1f} s ({cpu_s / window * 100:.0f}% of a core). JFR samples a thread"
+      " only while it runs Java code, every 10 ms at most: CPU spent in the kernel (system calls), the collector and the"
+      " compilers is not in them, and few samples for much CPU say that is where it went.")
+print("\nby what the sampled code is (its top frame):")
+for name, c in groups.most_common(): print(f"  {c * 100 / total:5.1f}%  {name}")
+print("\ntop methods by self samples:")
+for name, c in tops.most_common(30): print(f"  {c * 100 / total:5.1f}%  {name}")
+print("\nthreads sampled:")
+for name, c in threads.most_common(12): print(f"  {c * 100 / total:5.1f}%  {name}")
+EOF
+echo "bench: $n devices, a heartbeat every 10 s: $messages heartbeats in the run; fleet CPU $cpu_s s ($split) over ${window} s of steady state" | tee -a "$out/profile.txt"
+python3 -c "print(f'bench: {1e6 * $cpu_s / ($n / 10 * $window):.1f} µs of fleet CPU a message in the window (at {$n / 10:.0f} messages a second)')" | tee -a "$out/profile.txt"
+cat "$out/profile.txt"
+echo "bench: recording and printouts in ${out#$here/}"
