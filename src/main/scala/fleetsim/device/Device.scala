@@ -401,8 +401,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     */
   private def powerOff(cause: Short): Unit =
     epoch += 1
-    session.foreach(_.cut()) // without a word: no goodbye leaves a device whose power went
-    session = None
+    closeSession(goodbye = false) // no goodbye leaves a device whose power went
     cutBy = cause
     enter(Off)
     if cause != Switch.NoAction then events.cut(cause)
@@ -547,8 +546,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   /** What a call of the epoch travels through: the session if there is one, unless the call names a URL of its own. */
   private def channelFor(call: Call): Transport = if call.toUrl then shared.http else session.getOrElse(shared.http)
 
-  private def closeSession(): Unit =
-    session.foreach(_.close())
+  /** Closes the session, saying goodbye unless told not to ([[Session.cut]]). */
+  private def closeSession(goodbye: Boolean = true): Unit =
+    session.foreach(s => if goodbye then s.close() else s.cut())
     session = None
 
   /** Message i's interval, at least a millisecond: a controller's 0 must not make its devices spin. */

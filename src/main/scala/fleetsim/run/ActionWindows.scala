@@ -45,7 +45,7 @@ final class ActionWindows(joins: MetricsSnapshot => Long):
       // Back: every device it cut timed its recovery. One that reached none (a fault, a call) is back
       // at once; one that did waits for its devices to count the cut, which a drop's do only once it
       // drops them (its window closed a second in, before its reconnects, when the sample came first).
-      val back = if w.reached == 0 then true else snapshot.actions.get(w.number).exists(a => a.cut > 0 && a.recovery.count >= a.cut)
+      val back = w.reached == 0 || snapshot.actions.get(w.number).exists(a => a.cut > 0 && a.recovery.count >= a.cut)
       if sample.elapsedS >= w.until && back then w.closed = true
     last = Some((snapshot, sample.elapsedS))
   }

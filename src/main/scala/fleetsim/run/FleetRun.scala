@@ -121,7 +121,7 @@ final class FleetRun private (
   def act(action: RunAction, name: Option[String] = None): Future[Long] =
     if acted.size >= Device.Switch.MaxActions then
       return Future.failed(IllegalStateException(s"a run takes at most ${Device.Switch.MaxActions} actions, and this one has had them"))
-    val embedded = controller.filter(_ => !action.dropsSessions || settings.transport.sessionDrop.contains(action))
+    val embedded = controller.filter(_ => settings.transport.takes(action))
     if embedded.isEmpty && action.onController then
       return Future.failed(IllegalStateException(s"${action.kind} acts on the embedded reference controller${
         if action.dropsSessions then s" and sessions its devices hold (${TransportKinds.dropped(action).fold("")(k => s"--transport ${k.name}")})"

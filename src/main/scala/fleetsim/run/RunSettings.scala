@@ -131,7 +131,7 @@ object RunSettings:
     for action <- scenario.actions; made = action.make(0) if made.onController do
       if !settings.embedded then throw IllegalArgumentException(s"${action.where}: ${action.kind} acts on the embedded reference controller, " +
         s"and this run's ${settings.transport.server.name} is its own (${settings.transport.server.flag}): leave the action out, or the flag")
-      if made.dropsSessions && !settings.transport.sessionDrop.contains(made) then
+      if !settings.transport.takes(made) then
         throw IllegalArgumentException(s"${action.where}: ${action.kind} drops sessions this run's ${settings.transport.name} devices do not hold: " +
           s"run the scenario with --transport ${TransportKinds.dropped(made).fold("?")(_.name)}")
 

@@ -42,6 +42,8 @@ trait TransportKind extends SessionFigures with SessionsSection:
   def embed(settings: ControllerSettings)(using ActorSystem[?]): Future[Controller] = Controller.start(settings)
   /** The action that drops its devices' sessions on the embedded controller ([[TransportKinds.Entry.sessionDrop]]). */
   final def sessionDrop: Option[fleetsim.control.RunAction] = entry.sessionDrop
+  /** Whether a run of this kind can take `action`: any but another kind's session drop. */
+  final def takes(action: fleetsim.control.RunAction): Boolean = !action.dropsSessions || sessionDrop.contains(action)
   /** What the devices call on the embedded controller: its HTTP(S) URL, or its broker's. */
   def embeddedUrl(controller: Controller): Option[String] = Some(controller.url)
   /** The URL the devices call: the user's server, else the embedded one's. */

@@ -211,7 +211,9 @@ object Scenario:
     val c = block.toConfig
     if !c.hasPath("url") then fail(block, s"$what's http needs url, like $example")
     val url = string(c, "url")
-    if !url.matches("(?i)https?://[^/\\s]+.*") then failAt(c, "url", s"$what's url is http:// or https://, like https://ctl.example/api/rollout")
+    // Parsed as the call will parse it, so that a URL the check passes cannot fail the run when it is called.
+    val parsed = scala.util.Try(java.net.URI(url)).toOption.filter(u => Set("http", "https")(String.valueOf(u.getScheme).toLowerCase) && u.getHost != null)
+    if parsed.isEmpty then failAt(c, "url", s"$what's url is http:// or https://, like https://ctl.example/api/rollout")
     val method = if c.hasPath("method") then string(c, "method").toUpperCase else "POST"
     if !Methods(method) then failAt(c, "method", s"$what's method is one of ${Methods.toSeq.sorted.mkString(", ")}")
     val headers = if !c.hasPath("headers") then Map.empty[String, String] else
@@ -225,7 +227,6 @@ object Scenario:
       case list: ConfigList if list.size > 0 && list.asScala.forall(_.valueType == ConfigValueType.STRING) =>
         UserCall.Command(list.asScala.map(_.unwrapped.toString).toSeq)
       case _ => checks.failAt(c, "command", s"""$what's command is the program and its arguments, like command = ["./rollout.sh", "v2"]""")
-
 
   /** The names of the actions a scenario may take. */
   val actionKinds: Seq[String] = kinds.map(_.name)

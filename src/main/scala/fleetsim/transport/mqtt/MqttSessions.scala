@@ -1,5 +1,6 @@
 package fleetsim.transport.mqtt
 
+import com.hivemq.client.internal.mqtt.MqttClientConfig
 import com.hivemq.client.mqtt.datatypes.MqttQos
 import com.hivemq.client.mqtt.lifecycle.MqttClientDisconnectedContext
 import com.hivemq.client.mqtt.mqtt3.Mqtt3AsyncClient
@@ -194,8 +195,8 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       * device's will. The client's API has no such call; its connection's channel is in its internal
       * config (MQTT 3.1.1's behind a view): MosquittoSpec holds both to the client's version.
       */
-    def drop(): Unit = Option(MqttSessions.rawConfig(config).getRawConnectionConfig).foreach(_.getChannel.close())
-    protected def config: AnyRef
+    def drop(): Unit = Option(config.getRawConnectionConfig).foreach(_.getChannel.close())
+    protected def config: MqttClientConfig
 
   private final class V5Client(client: Mqtt5AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Client(identity):
     protected def connack(): CompletableFuture[?] =
@@ -222,7 +223,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
     def disconnect(): CompletableFuture[?] = client.disconnect()
-    protected def config: AnyRef = client.getConfig
+    protected def config: MqttClientConfig = client.getConfig.asInstanceOf[MqttClientConfig]
 
   private final class V3Client(client: Mqtt3AsyncClient, identity: MqttIdentity, pushed: Push => Unit) extends Client(identity):
     protected def connack(): CompletableFuture[?] =
@@ -247,16 +248,14 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       client.publishWith().topic(request.path).payload(request.body).qos(qos(request.qos)).retain(request.retain).send()
 
     def disconnect(): CompletableFuture[?] = client.disconnect()
-    protected def config: AnyRef = client.getConfig
+    protected def config: MqttClientConfig = MqttSessions.v3Delegate.get(client.getConfig).asInstanceOf[MqttClientConfig]
 
 object MqttSessions:
-  /** The client's internal config, under an MQTT 3.1.1 client's view of it. */
-  private[mqtt] def rawConfig(config: AnyRef): com.hivemq.client.internal.mqtt.MqttClientConfig = config match
-    case raw: com.hivemq.client.internal.mqtt.MqttClientConfig => raw
-    case view: com.hivemq.client.internal.mqtt.mqtt3.Mqtt3ClientConfigView =>
-      val delegate = classOf[com.hivemq.client.internal.mqtt.mqtt3.Mqtt3ClientConfigView].getDeclaredField("delegate")
-      delegate.setAccessible(true)
-      delegate.get(view).asInstanceOf[com.hivemq.client.internal.mqtt.MqttClientConfig]
+  /** Where an MQTT 3.1.1 client's view of its config keeps the config itself. */
+  private lazy val v3Delegate: java.lang.reflect.Field =
+    val field = classOf[com.hivemq.client.internal.mqtt.mqtt3.Mqtt3ClientConfigView].getDeclaredField("delegate")
+    field.setAccessible(true)
+    field
   /** A publish the broker took (QoS 1: PUBACK'd; QoS 0: written): one reply for all. */
   private val Delivered = Reply.Response(200, Array.emptyByteArray)
   private val Overloaded = Reply.Failed(FailureReason.Overloaded)
