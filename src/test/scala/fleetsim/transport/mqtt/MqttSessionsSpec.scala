@@ -31,8 +31,10 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       willQos = 0, willRetain = false,
       identity = n => MqttIdentity(s"sensor-$n", password.map(_ => s"sensor-$n"), password.map(_.getBytes(UTF_8)), Seq(s"devices/sensor-$n/config"), None))
 
-  /** A connect has 10 s unless told: a JVM's first, beside the suite's others, took over 2 s in CI. */
-  private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 2.seconds,
+  /** A connect and a reply (a CONNACK among them) have 10 s unless a test of timeouts says: a JVM's
+    * first connect to a broker just started, beside the suite's others, waited over 2 s for its CONNACK in CI.
+    */
+  private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 10.seconds,
       connectTimeout: FiniteDuration = 10.seconds): MqttSessions =
     MqttSessions("127.0.0.1", port, options, tls = None, sources = None, connectTimeout = connectTimeout, requestTimeout = requestTimeout, devices)
 
