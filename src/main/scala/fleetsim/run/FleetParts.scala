@@ -67,7 +67,8 @@ object FleetParts:
   def apply(settings: RunSettings, url: Uri, embeddedCa: Option[CertificateAuthority], registry: MeterRegistry, devices: Int,
       holding: Option[() => Boolean] = None)(using system: ActorSystem[?]): FleetParts =
     val metrics = FleetMetrics(settings.profile.kinds, registry)
-    val faults = NetworkFaults(settings.http.requestTimeout)
+    val draws = Draws.seeded(settings.seed)
+    val faults = NetworkFaults(settings.http.requestTimeout, () => draws.current)
     val made = settings.transport.parts(Making(settings, url, embeddedCa, devices, metrics, holding, faults))
     val http = faults.transport(holding.fold(made.direct)(HeldBack.transport(made.direct, _)))
     // Devices whose sessions have I/O threads of their own run, and their wheels tick, on them
@@ -75,5 +76,5 @@ object FleetParts:
     val wheel = TimingWheel(on = made.io)
     val dispatchers = made.io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
     new FleetParts(metrics, http, made.sessions, wheel,
-      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), made.sessions, metrics, wheel, Draws.seeded(settings.seed), dispatchers = dispatchers),
+      Device.Shared(settings.profile, settings.device, MeteredTransport(http, metrics), made.sessions, metrics, wheel, draws, dispatchers = dispatchers),
       faults)

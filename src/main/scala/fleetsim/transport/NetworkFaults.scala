@@ -2,7 +2,8 @@ package fleetsim.transport
 
 import org.apache.pekko.Done
 
-import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ThreadLocalRandom, TimeUnit}
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, TimeUnit}
+import java.util.random.RandomGenerator
 import scala.concurrent.ExecutionContext.parasitic
 import scala.concurrent.duration.*
 import scala.concurrent.{Future, Promise}
@@ -20,8 +21,10 @@ enum NetworkFault:
   * them ([[fleetsim.run.FleetRun]]); while none is on, a call costs one volatile read more.
   *
   * @param timeout how long a lost call or session open waits before it fails, when the call says no timeout of its own
+  * @param draws what a degraded link draws its losses from: the calling device's draws, as the
+  *   call's render left them, so that `--seed` loses the same calls run after run
   */
-final class NetworkFaults(timeout: FiniteDuration):
+final class NetworkFaults(timeout: FiniteDuration, draws: () => RandomGenerator):
   /** The faults on, each with the action it belongs to and the devices it reaches. */
   @volatile private var on = Vector.empty[(Int, Int => Boolean, NetworkFault)]
   /** Open sessions, by device: a partition drops the ones it reaches. Only while a device holds one. */
@@ -73,7 +76,7 @@ final class NetworkFaults(timeout: FiniteDuration):
     case null => send
     case NetworkFault.Partition => lost(request)
     case NetworkFault.Degrade(latency, loss) =>
-      if loss > 0 && ThreadLocalRandom.current().nextDouble() < loss then lost(request)
+      if loss > 0 && draws().nextDouble() < loss then lost(request)
       else if latency <= Duration.Zero then send
       else later(latency.toNanos)(()).flatMap(_ => send)(using parasitic)
 
