@@ -148,8 +148,8 @@ final class ClusterDevices(plan: RunPlan, settings: RunSettings, registry: Meter
   def network(action: Int, reach: fleetsim.control.Reach, fault: Option[fleetsim.transport.NetworkFault]): Unit =
     asked.asScala.foreach(_ ! NodeAgent.Network(plan.id, action, reach, fault))
 
-  def resize(devices: Int, rate: Double): Unit =
-    val resize = NodeAgent.Resize(plan.id, devices, rate, from = resized.fold(plan.devices)(_.devices), atMs = System.currentTimeMillis())
+  def resize(devices: Int, rate: Double, goodbye: Boolean): Unit =
+    val resize = NodeAgent.Resize(plan.id, devices, rate, from = resized.fold(plan.devices)(_.devices), atMs = System.currentTimeMillis(), goodbye)
     resized = Some(resize)
     asked.asScala.foreach(_ ! resize)
 

@@ -51,12 +51,12 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case NodeAgent.Quiesce(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.Finish(run, replyTo) => out.writeUTF(run); ref(out, replyTo)
       case NodeAgent.RestartStopped(run) => out.writeUTF(run)
-      case NodeAgent.Resize(run, devices, rate, from, atMs) =>
-        out.writeUTF(run); out.writeInt(devices); out.writeDouble(rate); out.writeInt(from); out.writeLong(atMs)
+      case NodeAgent.Resize(run, devices, rate, from, atMs, goodbye) =>
+        out.writeUTF(run); out.writeInt(devices); out.writeDouble(rate); out.writeInt(from); out.writeLong(atMs); out.writeBoolean(goodbye)
       case NodeAgent.Switch(run, switch) =>
         out.writeUTF(run); writeReach(out, Reach(switch.from, switch.until, switch.among)); out.writeInt(switch.cause)
         switch match
-          case p: Device.Power => out.writeByte(0); out.writeBoolean(p.on)
+          case p: Device.Power => out.writeByte(0); out.writeBoolean(p.on); out.writeBoolean(p.goodbye)
           case a: Device.Affect => out.writeByte(1); out.writeByte(a.phase.ordinal); out.writeBoolean(a.applies)
       case NodeAgent.Network(run, action, reach, fault) =>
         out.writeUTF(run); out.writeInt(action); writeReach(out, reach)
@@ -82,11 +82,11 @@ final class ClusterSerializer(system: ExtendedActorSystem) extends SerializerWit
       case "quiesce" => NodeAgent.Quiesce(in.readUTF(), ref(in))
       case "finish" => NodeAgent.Finish(in.readUTF(), ref(in))
       case "restart" => NodeAgent.RestartStopped(in.readUTF())
-      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt(), in.readDouble(), in.readInt(), in.readLong())
+      case "resize" => NodeAgent.Resize(in.readUTF(), in.readInt(), in.readDouble(), in.readInt(), in.readLong(), in.readBoolean())
       case "switch" =>
         val (run, reach, cause) = (in.readUTF(), readReach(in), in.readInt())
         NodeAgent.Switch(run,
-          if in.readByte() == 0 then Device.Power(reach.from, reach.until, in.readBoolean(), reach.among, cause)
+          if in.readByte() == 0 then Device.Power(reach.from, reach.until, in.readBoolean(), reach.among, cause, in.readBoolean())
           else Device.Affect(reach.from, reach.until, reach.among, cause, Device.Affect.Phase.fromOrdinal(in.readByte()), in.readBoolean()))
       case "network" =>
         val (run, action, reach) = (in.readUTF(), in.readInt(), readReach(in))

@@ -24,9 +24,10 @@ object DeviceBlock:
   case object RestartStopped extends Command
   /** The fleet is resized at `atMs` (wall clock) from `from` devices to `devices`: the block keeps
     * those of its devices numbered below. Growing, the new devices start one after another at `rate`
-    * a second, as in one process: the block's first new one once those below it have.
+    * a second, as in one process: the block's first new one once those below it have. Shrinking, its
+    * devices numbered above leave, with or without a `goodbye`.
     */
-  final case class Resize(devices: Int, rate: Double, from: Int, atMs: Long) extends Command
+  final case class Resize(devices: Int, rate: Double, from: Int, atMs: Long, goodbye: Boolean = false) extends Command
   /** Tells its devices the switch names ([[fleetsim.device.Device.Switch]]). */
   final case class Switch(switch: fleetsim.device.Device.Switch) extends Command
   /** The run is over: stop the devices, and let sharding forget the block. */
@@ -95,12 +96,12 @@ object DeviceBlock:
           case Switch(switch) =>
             devices.foreach(_ ! Fleet.Switch(switch))
             Behaviors.same
-          case Resize(fleet, rate, from, atMs) =>
+          case Resize(fleet, rate, from, atMs, goodbye) =>
             target = local(fleet)
             timers.cancel(Grow)
             val turn = if fleet > from && rate > 0 then atMs + ((first - from).max(0) / rate * 1000).toLong - System.currentTimeMillis() else 0L
             if turn > 0 then timers.startSingleTimer(Grow, Grow(rate), turn.millis)
-            else devices.foreach(_ ! Fleet.Resize(target, rate))
+            else devices.foreach(_ ! Fleet.Resize(target, rate, goodbye))
             Behaviors.same
           case Grow(rate) =>
             devices.foreach(_ ! Fleet.Resize(target, rate))

@@ -40,8 +40,8 @@ object NodeAgent:
   /** Starts again the run's devices here that stopped themselves. */
   final case class RestartStopped(run: String) extends Command with ClusterMessage
   /** The run's fleet is resized at `atMs` from `from` devices to `devices` ([[DeviceBlock.Resize]]). */
-  final case class Resize(run: String, devices: Int, rate: Double, from: Int, atMs: Long) extends Command with ClusterMessage:
-    def toBlock: DeviceBlock.Resize = DeviceBlock.Resize(devices, rate, from, atMs)
+  final case class Resize(run: String, devices: Int, rate: Double, from: Int, atMs: Long, goodbye: Boolean = false) extends Command with ClusterMessage:
+    def toBlock: DeviceBlock.Resize = DeviceBlock.Resize(devices, rate, from, atMs, goodbye)
   /** Tells the run's devices the switch names ([[fleetsim.device.Device.Switch]]). */
   final case class Switch(run: String, switch: fleetsim.device.Device.Switch) extends Command with ClusterMessage
   /** Starts (`fault` given) or ends action `action`'s fault on the network of the run's devices `reach` names, here. */

@@ -16,15 +16,25 @@ trait RunControl:
   def target: Int
   /** Grows the fleet to `devices` at `rate` devices a second (the run's ramp rate when None; devices
     * that were taken out power on again, as after a reboot) or shrinks it at once (the devices
-    * numbered `devices` and up power off, leaving their sessions). Refused, with why, outside 0 to [[planned]].
+    * numbered `devices` and up power off, and `leave` as it says). Refused, with why, outside 0 to [[planned]].
     */
-  def resize(devices: Int, rate: Option[Double] = None): Either[String, Int]
+  def resize(devices: Int, rate: Option[Double] = None, leave: Leave = Leave.Vanish): Either[String, Int]
   /** Starts `action` on the fleet now, named `name` in the summary (its kind when None, numbered if
     * taken); how many devices it reaches.
     */
   def act(action: RunAction, name: Option[String] = None): Future[Long]
   /** Ends the run as its duration would: the calls in flight answered, then the summary. */
   def stop(reason: String): Future[Summary]
+
+/** How the devices a shrink takes out leave: they vanish, cut off without a word (an MQTT broker
+  * publishes their wills), or leave cleanly, closing their sessions (an MQTT DISCONNECT, an SSH
+  * channel closed). A device with no session of its own leaves the same way either way.
+  */
+enum Leave:
+  case Vanish, Cleanly
+object Leave:
+  def parse(text: String): Either[String, Leave] =
+    values.find(_.toString.equalsIgnoreCase(text)).toRight(s"leave is vanish or cleanly, not '$text'")
 
 /** What a run can be told to do to its devices. */
 enum RunAction(val kind: String):

@@ -52,12 +52,14 @@ object Device:
     /** The most actions a run numbers: a device keeps the one it owes a recovery in a Short, with a bit for how it is timed. */
     val MaxActions: Int = 0x1fff
 
-  /** Power off (`on` false: drop the session without a word and wait, Off) or, if Off for the same
-    * `cause`, on again, as after a reboot. The fleet resizes and cuts power with it. A device powered
-    * on by an action times its recovery from its power-on; an action's power-on never powers on a
-    * device another took out, and a resize takes over a device an action took out.
+  /** Power off (`on` false: drop the session without a word, or with `goodbye` close it as on a
+    * clean shutdown, and wait, Off) or, if Off for the same `cause`, on again, as after a reboot. The
+    * fleet resizes and cuts power with it. A device powered on by an action times its recovery from
+    * its power-on; an action's power-on never powers on a device another took out, and a resize takes
+    * over a device an action took out.
     */
-  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All, cause: Int = Switch.NoAction) extends Switch:
+  final case class Power(from: Int, until: Int, on: Boolean, among: Selection = Selection.All, cause: Int = Switch.NoAction,
+      goodbye: Boolean = false) extends Switch:
     def within(from: Int, until: Int): Power = copy(from = from, until = until)
 
   /** An action on the fleet's side that reaches the devices without touching them — a network fault on
@@ -370,8 +372,8 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
 
   /** A switch that reaches this device: its power, or an action on the fleet's side. */
   private def switched(switch: Switch): Unit = switch match
-    case Power(_, _, on, _, cause) =>
-      if !on && current != Off then powerOff(cause.toShort)
+    case Power(_, _, on, _, cause, goodbye) =>
+      if !on && current != Off then powerOff(cause.toShort, goodbye)
       else if !on && cause == Switch.NoAction then cutBy = Switch.NoAction // out of the fleet now: the action's end leaves it Off
       else if on && current == Off && cause == cutBy then
         bootedAt = shared.clock()
@@ -396,12 +398,13 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
       events.recovered(action, shared.clock() - (if timed then bootedAt else shared.ends.of(action)))
       cutBy = Switch.NoAction
 
-  /** Off, as when its power is cut: its session dropped, nothing sent, until powered on again. A new
-    * epoch: replies to what it sent before are unread, whatever comes next.
+  /** Off, as when its power is cut (its session dropped without a word) or, with `goodbye`, as when
+    * shut down (its session closed): nothing sent until powered on again. A new epoch: replies to
+    * what it sent before are unread, whatever comes next.
     */
-  private def powerOff(cause: Short): Unit =
+  private def powerOff(cause: Short, goodbye: Boolean): Unit =
     epoch += 1
-    closeSession(goodbye = false) // no goodbye leaves a device whose power went
+    closeSession(goodbye)
     cutBy = cause
     enter(Off)
     if cause != Switch.NoAction then events.cut(cause)

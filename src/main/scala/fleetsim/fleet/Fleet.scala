@@ -23,9 +23,9 @@ object Fleet:
   case object RestartStopped extends Command
   /** Grows the fleet to `devices` (at most the settings' number) at `rate` devices a second, powering
     * on the devices a shrink took out before starting new ones; or shrinks it at once, powering off
-    * the devices numbered `devices` and up.
+    * the devices numbered `devices` and up: cut off, or closing their sessions with `goodbye`.
     */
-  final case class Resize(devices: Int, rate: Double) extends Command
+  final case class Resize(devices: Int, rate: Double, goodbye: Boolean = false) extends Command
   /** Passes the switch on to its devices (the fleet's numbers: a block's start from its first) that are in the fleet now. */
   final case class Switch(switch: Device.Switch) extends Command
   private case object RampTick extends Command
@@ -54,7 +54,7 @@ object Fleet:
         /** Tells the devices numbered `from` until `until` here (from 0) what `switch` tells those. */
         def power(from: Int, until: Int, switch: Device.Switch): Unit =
           each(from, until)((group, r) => group ! switch.within(first + r.start, first + r.end))
-        def resizing(on: Boolean) = Device.Power(0, 0, on)
+        def resizing(on: Boolean, goodbye: Boolean = false) = Device.Power(0, 0, on, goodbye = goodbye)
 
         /** Devices 0 until `on` are on, `on` until `spawned` were taken out (Off), and the fleet grows
           * towards `target`: from `base` devices at `since` (nanoTime), at `rate` a second.
@@ -67,11 +67,11 @@ object Fleet:
               if due > spawned then each(spawned, due)((group, devices) => group ! devices)
               if due == target then timers.cancel(RampTick)
               running(due, spawned.max(due), target, base, since, rate)
-            case Resize(devices, newRate) =>
+            case Resize(devices, newRate, goodbye) =>
               val wanted = devices.max(0).min(settings.devices)
               if wanted < on then
                 timers.cancel(RampTick)
-                power(wanted, on, resizing(on = false))
+                power(wanted, on, resizing(on = false, goodbye))
                 running(wanted, spawned, wanted, wanted, System.nanoTime(), newRate)
               else if wanted > on then
                 timers.startTimerWithFixedDelay(RampTick, Duration.Zero, Ramp.Tick)
@@ -100,7 +100,7 @@ object Fleet:
             case DeviceQuiesced => quiescing(waiting - 1, replyTo)
             case Quiesce(again) => quiescing(waiting, again)
             case Stop(replyTo) => stop(replyTo)
-            case RampTick | RestartStopped | Resize(_, _) | Switch(_) => Behaviors.same
+            case RampTick | RestartStopped | Resize(_, _, _) | Switch(_) => Behaviors.same
           }
 
         def stop(replyTo: ActorRef[Done]): Behavior[Command] = Behaviors.stopped(() => replyTo ! Done)

@@ -27,8 +27,8 @@ trait FleetDevices:
   def stop(): Future[Done]
   /** Starts again every device that stopped itself; how many were Stopped. */
   def restartStopped(): Long
-  /** Grows the fleet to `devices` at `rate` a second, or shrinks it, 0 to the number planned ([[fleetsim.fleet.Fleet.Resize]]). */
-  def resize(devices: Int, rate: Double): Unit
+  /** Grows the fleet to `devices` at `rate` a second, or shrinks it, 0 to the number planned, with or without a `goodbye` ([[fleetsim.fleet.Fleet.Resize]]). */
+  def resize(devices: Int, rate: Double, goodbye: Boolean): Unit
   /** Tells the devices in the fleet now that the switch names ([[Device.Switch]]): power off or on, an action on the fleet's side. */
   def switch(switch: Device.Switch): Unit
   /** Starts (`fault` given) or ends action `action`'s fault on the fleet's side of the network for the devices `reach` names. */
@@ -53,7 +53,7 @@ final class LocalDevices(val parts: FleetParts, fleet: ActorRef[Fleet.Command])(
     val stopped = parts.metrics.devicesByState(DeviceState.Stopped)
     fleet ! Fleet.RestartStopped
     stopped
-  def resize(devices: Int, rate: Double): Unit = fleet ! Fleet.Resize(devices, rate)
+  def resize(devices: Int, rate: Double, goodbye: Boolean): Unit = fleet ! Fleet.Resize(devices, rate, goodbye)
   def switch(switch: Device.Switch): Unit = fleet ! Fleet.Switch(switch)
   def network(action: Int, reach: Reach, fault: Option[NetworkFault]): Unit = fault match
     case Some(f) => parts.faults.start(action, reach.contains, f)

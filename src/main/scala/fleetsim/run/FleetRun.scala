@@ -1,6 +1,6 @@
 package fleetsim.run
 
-import fleetsim.control.{Reach, RunAction, RunControl}
+import fleetsim.control.{Leave, Reach, RunAction, RunControl}
 import fleetsim.device.{Device, Selection}
 import fleetsim.controller.{Controller, Faults}
 import fleetsim.transport.NetworkFault
@@ -69,7 +69,7 @@ final class FleetRun private (
   private val log = org.slf4j.LoggerFactory.getLogger(classOf[FleetRun])
   each(_.start(RunStart(settings.fleet.devices, settings.transport.name, controllerUrl, settings.fleet.rampRate, settings.fleet.duration,
     settings.resultsDir, servers, settings.scenario.map((s, _) => s.file.toString -> s.description), settings.seed)))
-  if wanted < planned then devices.resize(wanted, settings.fleet.rampRate) // a cluster's blocks start later, and hear it first
+  if wanted < planned then devices.resize(wanted, settings.fleet.rampRate, goodbye = false) // a cluster's blocks start later, and hear it first
   private val driver = settings.scenario.map((scenario, timeline) =>
     ScenarioDriver(scenario, timeline, settings.seed, this)(using system.classicSystem.scheduler))
 
@@ -108,13 +108,13 @@ final class FleetRun private (
   def planned: Int = settings.fleet.devices
   def target: Int = wanted
 
-  def resize(count: Int, rate: Option[Double] = None): Either[String, Int] = synchronized {
+  def resize(count: Int, rate: Option[Double] = None, leave: Leave = Leave.Vanish): Either[String, Int] = synchronized {
     if count < 0 || count > planned then
       Left(s"a fleet planned for $planned devices can be resized to 0 to $planned, not $count: start it with --devices $count to go higher")
     else if finishing.isDefined then Left("the run is finishing")
     else
       wanted = count
-      devices.resize(count, rate.getOrElse(settings.fleet.rampRate))
+      devices.resize(count, rate.getOrElse(settings.fleet.rampRate), goodbye = leave == Leave.Cleanly)
       Right(count)
   }
 

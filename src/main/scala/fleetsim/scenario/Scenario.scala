@@ -3,7 +3,7 @@ package fleetsim.scenario
 import com.typesafe.config.{Config, ConfigException, ConfigFactory, ConfigList, ConfigObject, ConfigValue, ConfigValueType}
 import fleetsim.HoconChecks
 import fleetsim.HoconChecks.Unreadable
-import fleetsim.control.{Reach, RunAction, UserCall}
+import fleetsim.control.{Leave, Reach, RunAction, UserCall}
 
 import java.nio.file.Path
 import scala.concurrent.duration.*
@@ -45,8 +45,10 @@ enum Pace:
   case Over(time: FiniteDuration)
   case Rate(perSecond: Double)
 
-/** A stage: the fleet's size changed to `devices` (None keeps it) at `pace`, then held for `hold`. */
-final case class Stage(devices: Option[Int], pace: Pace, hold: FiniteDuration)
+/** A stage: the fleet's size changed to `devices` (None keeps it) at `pace`, then held for `hold`;
+  * the devices a shrink takes out `leave` as it says.
+  */
+final case class Stage(devices: Option[Int], pace: Pace, hold: FiniteDuration, leave: Leave = Leave.Vanish)
 
 /** An action at `at` from the run's start, named `name` in the summary and in thresholds; `make`
   * gives it drawn with a seed (the run's, plus its place in the file, unless it names its own).
@@ -54,8 +56,8 @@ final case class Stage(devices: Option[Int], pace: Pace, hold: FiniteDuration)
 final case class ScriptedAction(at: FiniteDuration, name: String, kind: String, seed: Option[Long], make: Long => RunAction,
     where: String)
 
-/** A change of the fleet's size at `at`: to `devices`, growing at `rate` a second. */
-final case class Resize(at: FiniteDuration, devices: Int, rate: Double)
+/** A change of the fleet's size at `at`: to `devices`, growing at `rate` a second; shrinking, the devices taken out `leave` so. */
+final case class Resize(at: FiniteDuration, devices: Int, rate: Double, leave: Leave = Leave.Vanish)
 
 /** What the run does when: resizes in order, and the run's length. */
 final case class Timeline(resizes: Seq[Resize], length: FiniteDuration):
@@ -78,11 +80,11 @@ object Timeline:
         if target > size then
           resizes += Resize(at, target, rate)
           at += seconds(change / rate)
-        else if rate.isInfinite then resizes += Resize(at, target, rate)
+        else if rate.isInfinite then resizes += Resize(at, target, rate, stage.leave)
         else
           // Shrinking, the fleet takes devices out at once: a step a second spreads them.
           val steps = math.ceil(change / rate).toInt
-          for step <- 1 to steps do resizes += Resize(at + (step - 1).seconds, size - (change.toLong * step / steps).toInt, rate)
+          for step <- 1 to steps do resizes += Resize(at + (step - 1).seconds, size - (change.toLong * step / steps).toInt, rate, stage.leave)
           at += seconds(change / rate)
       size = target
       at += stage.hold
@@ -95,7 +97,7 @@ object Scenario:
 
   /** The blocks and keys of a scenario file. */
   private val TopKeys = Set("description", "seed", "fleetsim", "stages", "actions", "thresholds")
-  private val StageKeys = Set("devices", "over", "rate", "hold")
+  private val StageKeys = Set("devices", "over", "rate", "hold", "leave")
   private val ActionKeys = Set("at", "name", "seed")
 
   /** The kinds of action a scenario may take, each with the keys of its block and how it is made. */
@@ -292,7 +294,9 @@ object Scenario:
       else Pace.Default
     if pace != Pace.Default && devices.isEmpty then fail(block, "a stage with over or rate needs devices: how many to reach")
     val hold = if c.hasPath("hold") then duration(c, "hold", "a stage's hold") else Duration.Zero
-    Stage(devices, pace, hold)
+    val leave = if !c.hasPath("leave") then Leave.Vanish else Leave.parse(text(c, "leave", "a stage's leave")).fold(p => failAt(c, "leave", s"a stage's $p"), identity)
+    if c.hasPath("leave") && devices.isEmpty then failAt(c, "leave", "a stage's leave says how the devices it takes out go: give it devices, like { devices = 50, leave = cleanly }")
+    Stage(devices, pace, hold, leave)
 
   private def action(checks: Checks, block: ConfigObject): ScriptedAction =
     import checks.*

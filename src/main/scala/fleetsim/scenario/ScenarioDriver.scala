@@ -17,7 +17,7 @@ final class ScenarioDriver(scenario: Scenario, timeline: Timeline, seed: Long, c
 
   private val scheduled: Seq[Cancellable] =
     timeline.resizes.map { r =>
-      scheduler.scheduleOnce(r.at)(control.resize(r.devices, Some(r.rate)).left.foreach(why => log.warn("scenario resize: {}", why)))
+      scheduler.scheduleOnce(r.at)(control.resize(r.devices, Some(r.rate), r.leave).left.foreach(why => log.warn("scenario resize: {}", why)))
     } ++ scenario.actions.zipWithIndex.map { (a, i) =>
       scheduler.scheduleOnce(a.at)(control.act(a.make(a.seed.getOrElse(seed + i)), Some(a.name)))
     }

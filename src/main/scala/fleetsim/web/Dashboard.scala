@@ -4,7 +4,7 @@ import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, readFromArray
 import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import com.typesafe.config.{Config, ConfigFactory, ConfigValueFactory}
 import fleetsim.{CannotBind, Caller, HoconChecks}
-import fleetsim.control.{Reach, RunAction, RunControl}
+import fleetsim.control.{Leave, Reach, RunAction, RunControl}
 import fleetsim.metrics.Sample
 import fleetsim.report.{Assets, Output}
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry
@@ -163,9 +163,13 @@ object Dashboard:
       path("api" / "devices" / "target") {
         concat(
           get(onSuccess(control)(run => complete(json(Target(run.planned, run.target))))),
-          posted[Resize]("the dashboard's resize", """{"devices": N} or {"devices": N, "rate": R}""") { (run, asked) =>
+          posted[Resize]("the dashboard's resize", """{"devices": N}, {"devices": N, "rate": R} or {"devices": N, "leave": "cleanly"}""") { (run, asked) =>
             if asked.rate.exists(r => !(r > 0) || r.isInfinite) then Left(s"a rate is devices a second, above 0, not ${asked.rate.get}")
-            else run.resize(asked.devices, asked.rate).map(n => Future.successful(json(Target(run.planned, n))))
+            else
+              for
+                leave <- asked.leave.fold(Right(Leave.Vanish))(Leave.parse)
+                n <- run.resize(asked.devices, asked.rate, leave)
+              yield Future.successful(json(Target(run.planned, n)))
           })
       },
       path("api" / "devices" / "restart-stopped") {
@@ -217,7 +221,7 @@ object Dashboard:
 
   private final case class Restarting(restarting: Long)
   private final case class Target(planned: Int, target: Int)
-  private final case class Resize(devices: Int, rate: Option[Double] = None)
+  private final case class Resize(devices: Int, rate: Option[Double] = None, leave: Option[String] = None)
   private final case class Refused(error: String)
   private given JsonValueCodec[Restarting] = JsonCodecMaker.make
   private given JsonValueCodec[Target] = JsonCodecMaker.make

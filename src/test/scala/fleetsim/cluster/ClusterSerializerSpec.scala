@@ -70,9 +70,11 @@ class ClusterSerializerSpec extends AnyFunSuite with BeforeAndAfterAll:
   }
 
   test("the run's controls: a resize, and power cuts of a share or of numbers") {
-    assert(roundTrip(NodeAgent.Resize("r1", 2500, 12.5, 1200, 1_764_000_000_123L)) == NodeAgent.Resize("r1", 2500, 12.5, 1200, 1_764_000_000_123L))
+    for goodbye <- Seq(false, true) do
+      assert(roundTrip(NodeAgent.Resize("r1", 2500, 12.5, 1200, 1_764_000_000_123L, goodbye)) == NodeAgent.Resize("r1", 2500, 12.5, 1200, 1_764_000_000_123L, goodbye))
     for message <- Seq(NodeAgent.Switch("r1", Device.Power(0, Int.MaxValue, on = false, fleetsim.device.Selection.Share(0.3, 42L), cause = 2)),
         NodeAgent.Switch("r1", Device.Power(100, 200, on = true)),
+        NodeAgent.Switch("r1", Device.Power(100, 200, on = false, goodbye = true)),
         NodeAgent.Switch("r1", Device.Affect(0, Int.MaxValue, fleetsim.device.Selection.Share(0.3, 42L), 3, Device.Affect.Phase.End)),
         NodeAgent.Network("r1", 3, fleetsim.control.Reach(0, 500, fleetsim.device.Selection.All), Some(fleetsim.transport.NetworkFault.Partition)),
         NodeAgent.Network("r1", 4, fleetsim.control.Reach.All, Some(fleetsim.transport.NetworkFault.Degrade(200.millis, 0.1))),

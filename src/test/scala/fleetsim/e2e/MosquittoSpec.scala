@@ -124,7 +124,7 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
         }
       }
 
-    "have the broker publish the last will of exactly the devices a power cut takes, over MQTT 5 and 3.1.1, and of none a run's end closes" in
+    "have the broker publish the last will of exactly the devices a power cut or a shrink takes without a word, over MQTT 5 and 3.1.1, and of none that leave cleanly" in
       withBroker("allow_anonymous true") { broker =>
         // A client of the test's own, subscribed to the wills iot-mqtt's devices leave: devices/<id>/status, "offline".
         val watcher = com.hivemq.client.mqtt.MqttClient.builder().useMqttVersion5().identifier("will-watcher")
@@ -144,11 +144,15 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
               eventually(assert(run.metrics.devicesByState(Reporting) == devices, run.metrics.devicesByState))
               Await.result(run.act(fleetsim.control.RunAction.PowerCut(fleetsim.control.Reach(0, 10, fleetsim.device.Selection.All), 1.hour)), 10.seconds)
               eventually(assert(wills.size == 10, wills)) // each cut device's own, and only those
+              assert(run.resize(devices - 5, leave = fleetsim.control.Leave.Cleanly) == Right(devices - 5)) // a DISCONNECT each: no will
+              eventually(assert(run.metrics.devicesByState(Reporting) == devices - 15, run.metrics.devicesByState))
+              assert(run.resize(devices - 10) == Right(devices - 10)) // they vanish: a will each
+              eventually(assert(wills.size == 15, wills))
               Await.result(run.finish("test over"), 60.seconds) // the others say goodbye: no will
             }
             watcher.publishWith().topic(marker).payload("ends".getBytes).send()
             eventually(assert(wills.contains(marker)))
-            assert(wills.size == 11, s"MQTT $version: $wills")
+            assert(wills.size == 16, s"MQTT $version: $wills")
         finally watcher.disconnect()
       }
   }

@@ -13,7 +13,8 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     override def preStart(): Unit = heard ! ("started", number)
     def receive: Receive =
       case Device.Restart => heard ! ("restart", number)
-      case Device.Power(from, until, on, among, _) => if number >= from && number < until && among.contains(number) then heard ! ((if on then "on" else "off"), number)
+      case Device.Power(from, until, on, among, _, goodbye) =>
+        if number >= from && number < until && among.contains(number) then heard ! ((if on then "on" else if goodbye then "goodbye" else "off"), number)
 
   "Fleet.RestartStopped" should {
     "reach every device, in every group" in {
@@ -43,6 +44,8 @@ class FleetSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       heard.expectNoMessage()
       fleet ! Fleet.Resize(devices, 1_000_000)
       heard.expectNoMessage()
+      fleet ! Fleet.Resize(devices - 2, 1_000_000, goodbye = true) // leaving cleanly
+      assert(heard.receiveMessages(2).toSet == (devices - 2 until devices).map(("goodbye", _)).toSet)
     }
   }
 

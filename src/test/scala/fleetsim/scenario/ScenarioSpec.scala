@@ -1,6 +1,6 @@
 package fleetsim.scenario
 
-import fleetsim.control.{Reach, RunAction, UserCall}
+import fleetsim.control.{Leave, Reach, RunAction, UserCall}
 import fleetsim.device.Selection
 import org.scalatest.wordspec.AnyWordSpec
 
@@ -32,6 +32,20 @@ class ScenarioSpec extends AnyWordSpec:
       assert(t.resizes.slice(2, 6).map(r => (r.at, r.devices)) == Seq(32.seconds -> 125, 33.seconds -> 100, 34.seconds -> 75, 35.seconds -> 50))
       assert(t.resizes.last.at == 36.seconds && t.resizes.last.devices == 0)
       assert(t.length == 41.seconds && t.planned == 150)
+    }
+
+    "take devices out of the fleet as their stage says they leave: vanishing unless it says cleanly" in {
+      val t = read("""
+        stages = [
+          { devices = 100, hold = 10s }
+          { devices = 60, leave = cleanly }
+          { devices = 20, over = 2s, leave = vanish, hold = 5s }
+        ]
+        """).toOption.get.timeline(rampRate = 100).toOption.get
+      assert(t.resizes.map(r => (r.devices, r.leave)) == Seq(100 -> Leave.Vanish, 60 -> Leave.Cleanly, 40 -> Leave.Vanish, 20 -> Leave.Vanish))
+      assert(mistake("stages = [ { devices = 5, hold = 1m }, { devices = 2,\n leave = politely } ]")
+        .contains(".conf:2: a stage's leave is vanish or cleanly, not 'politely'"))
+      assert(mistake("stages = [ { devices = 5, hold = 1m }, { hold = 1m, leave = cleanly } ]").contains("give it devices"))
     }
 
     "grow at the run's ramp rate where a stage says no pace" in {

@@ -41,13 +41,14 @@ class DashboardSpec extends AnyWordSpec with Eventually:
     val publisher = if body.isEmpty then HttpRequest.BodyPublishers.noBody() else HttpRequest.BodyPublishers.ofString(body)
     http.send(request.method(method, publisher).build(), HttpResponse.BodyHandlers.ofString())
 
-  /** A run of 10 planned devices that counts its restarts, says 3 devices were Stopped, and keeps the size it is given. */
+  /** A run of 10 planned devices that counts its restarts, says 3 devices were Stopped, and keeps the size (and how devices left) it is given. */
   private final class Counted extends RunControl:
     val restarts = AtomicInteger()
     @volatile var target = 10
+    @volatile var left = fleetsim.control.Leave.Vanish
     def planned: Int = 10
-    def resize(devices: Int, rate: Option[Double]): Either[String, Int] =
-      if devices > planned then Left(s"at most $planned") else { target = devices; Right(devices) }
+    def resize(devices: Int, rate: Option[Double], leave: fleetsim.control.Leave): Either[String, Int] =
+      if devices > planned then Left(s"at most $planned") else { target = devices; left = leave; Right(devices) }
     def act(action: RunAction, name: Option[String]): Future[Long] = Future.successful { restarts.incrementAndGet(); 3L }
     def stop(reason: String): Future[Summary] = Future.never
 
@@ -110,10 +111,14 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       assert(send(url, "GET", "").body == """{"planned":10,"target":10}""")
       val resized = send(url, "POST", """{"devices": 4}""")
       assert(resized.statusCode == 202 && resized.body == """{"planned":10,"target":4}""", resized.body)
-      assert(run.target == 4)
-      val shape = """the body must be {\"devices\": N} or {\"devices\": N, \"rate\": R}"""
+      assert(run.target == 4 && run.left == fleetsim.control.Leave.Vanish)
+      assert(send(url, "POST", """{"devices": 3, "leave": "cleanly"}""").statusCode == 202)
+      assert(run.target == 3 && run.left == fleetsim.control.Leave.Cleanly)
+      assert(send(url, "POST", """{"devices": 4}""").statusCode == 202)
+      val shape = """the body must be {\"devices\": N}, {\"devices\": N, \"rate\": R} or {\"devices\": N, \"leave\": \"cleanly\"}"""
       for (body, error) <- Seq("""{"devices": 11}""" -> "at most 10", """{"size": 4}""" -> shape, "4" -> shape,
-          """{"devices": 5, "rate": 0}""" -> "a rate is devices a second, above 0, not 0.0") do
+          """{"devices": 5, "rate": 0}""" -> "a rate is devices a second, above 0, not 0.0",
+          """{"devices": 5, "leave": "now"}""" -> "leave is vanish or cleanly, not 'now'") do
         val refused = send(url, "POST", body)
         assert(refused.statusCode == 400 && refused.body == s"""{"error":"$error"}""", s"$body: ${refused.body}")
       assert(send(url, "POST", """{"devices": 2}""", "Sec-Fetch-Site" -> "cross-site").statusCode == 403)
