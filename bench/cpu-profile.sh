@@ -6,7 +6,10 @@
 # the same window. Prints the share of samples by what the sampled code is (the top frame's
 # package, grouped), the top methods by self samples, and the threads sampled. The recording and
 # the printouts stay in bench/results/profile-DATE-N/; `jfr` reads the recording for anything else
-# (`jfr print --events jdk.ExecutionSample fleet.jfr`, `jfr summary fleet.jfr`).
+# (`jfr print --events jdk.ExecutionSample fleet.jfr`, `jfr summary fleet.jfr`). Where perf runs,
+# it also counts the fleet's system calls (all, futex, read, write, epoll_wait) and context
+# switches over the window, a message each: the kernel's share that JFR cannot see.
+# FLEET_JAVA_OPTS: more JVM options for the fleet (to try a setting: -Dpekko.actor...=...).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jar="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; n="$2"; shift 2
@@ -25,13 +28,20 @@ for _ in $(seq 150); do grep -q "listening on" "$out/controller.log" && break; s
 url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/controller.log" | head -1)
 
 heap_mb=$(( 256 + n * 1000 * 2 / 1048576 )) # as the launcher (./fleetsim) sizes it
-java -Xmx${heap_mb}m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 \
+# shellcheck disable=SC2086 # FLEET_JAVA_OPTS is options, split on purpose
+java -Xmx${heap_mb}m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 ${FLEET_JAVA_OPTS:-} \
   "-XX:StartFlightRecording=delay=${ramp}s,duration=${window}s,settings=profile,filename=$out/fleet.jfr" \
   -jar "$jar" run --controller "$url" --devices "$n" --ramp-rate 5000 --dashboard off \
   --duration "$(( ramp + window + 15 ))s" --results "$out/run" "$@" > "$out/fleet.log" 2>&1 &
 fleet=$!
-sleep "$ramp"; read -r ua sa < <(awk '{print $14, $15}' "/proc/$fleet/stat")
-sleep "$window"; read -r ub sb < <(awk '{print $14, $15}' "/proc/$fleet/stat")
+# Each thread's name and CPU ticks (user + system), to say which threads the window's CPU went to.
+threads() { for t in /proc/"$fleet"/task/*; do
+  printf '%s\t%s\t%s\n' "${t##*/}" "$(cat "$t/comm" 2>/dev/null)" "$(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"; done; }
+sleep "$ramp"; read -r ua sa < <(awk '{print $14, $15}' "/proc/$fleet/stat"); threads > "$out/threads-before.tsv"
+events=context-switches,raw_syscalls:sys_enter,syscalls:sys_enter_futex,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_wait
+perf stat -x, -e "$events" -o "$out/perf.csv" -p "$fleet" -- sleep "$window" 2> "$out/perf.err" || sleep "$window"
+read -r ub sb < <(awk '{print $14, $15}' "/proc/$fleet/stat"); threads > "$out/threads-after.tsv"
+jcmd "$fleet" Thread.print > "$out/jstack.txt" 2>/dev/null || true # Java's full thread names, by native id
 wait "$fleet" || true
 fleet=""
 tck=$(getconf CLK_TCK)
@@ -81,5 +91,38 @@ for name, c in threads.most_common(12): print(f"  {c * 100 / total:5.1f}%  {name
 EOF
 echo "bench: $n devices, a heartbeat every 10 s: $messages heartbeats in the run; fleet CPU $cpu_s s ($split) over ${window} s of steady state" | tee -a "$out/profile.txt"
 python3 -c "print(f'bench: {1e6 * $cpu_s / ($n / 10 * $window):.1f} µs of fleet CPU a message in the window (at {$n / 10:.0f} messages a second)')" | tee -a "$out/profile.txt"
+python3 - "$out" "$(getconf CLK_TCK)" "$window" <<'EOF' | tee -a "$out/profile.txt"
+import collections, re, sys
+out, tck, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# Linux cuts a thread's name to 15 characters; the JVM's thread dump has the whole name by native id.
+names = {}
+for line in open(f"{out}/jstack.txt", errors="replace"):
+    m = re.match(r'"([^"]+)".*nid=0x([0-9a-f]+)', line)
+    if m: names[str(int(m.group(2), 16))] = m.group(1)
+def read(name):
+    ticks = collections.Counter()
+    for line in open(f"{out}/{name}"):
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) == 3 and parts[2]:
+            ticks[re.sub(r'[-#]?\d+$', '-N', names.get(parts[0], parts[1]))] += int(parts[2])
+    return ticks
+spent = read("threads-after.tsv"); spent.subtract(read("threads-before.tsv"))
+total = sum(v for v in spent.values() if v > 0) or 1
+print("bench: the window's CPU by thread:")
+for name, t in spent.most_common(10):
+    if t > 0: print(f"bench:   {t * 100 / total:5.1f}%  {t / tck:6.2f} s  {name}")
+EOF
+if [ -s "$out/perf.csv" ]; then
+  python3 - "$out/perf.csv" "$n" "$window" <<'EOF' | tee -a "$out/profile.txt"
+import sys
+path, n, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+messages = n / 10 * window
+for line in open(path):
+    parts = line.strip().split(",")
+    if len(parts) > 2 and parts[0].isdigit():
+        name = parts[2].replace("raw_syscalls:sys_enter", "system calls, all").replace("syscalls:sys_enter_", "")
+        print(f"bench: {name}: {int(parts[0]) / messages:.2f} a message ({int(parts[0]) / window:.0f} a second)")
+EOF
+fi
 cat "$out/profile.txt"
 echo "bench: recording and printouts in ${out#$here/}"
