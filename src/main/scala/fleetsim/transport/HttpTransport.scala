@@ -83,6 +83,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   import PipelinedConnection.Call
 
   private val size = if mode == ConnectionMode.Shared then settings.connectionsFor(devices) else 0
+  private val busy = settings.pipelining.min(HttpTransport.Busy)
   private val shared = AtomicReferenceArray[PipelinedConnection](size)
   private val own = ConcurrentHashMap[Int, PipelinedConnection]()
   private val next = AtomicInteger()
@@ -112,11 +113,19 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
       true
     }
 
+  /** A shared call goes on the first connection, in their order, with fewer than [[busy]] calls in
+    * flight; when every one has that many, on the next in turn with room. So calls crowd onto as few
+    * connections as the rate needs, each write and read carrying many (the others open only when
+    * needed, and close when idle), and the fleet's full room is there for a burst. Spread evenly over
+    * 64 connections, 10,000 calls a second cost a write, a read and a selector's wake-up each: about
+    * half the fleet's CPU (bench/history/2026-11-26-cpu-calls-crowded.md).
+    */
   private def placeShared(call: Call): Boolean =
+    @tailrec def crowd(slot: Int): Boolean = slot < size && (sharedConnection(slot).offer(call, busy) || crowd(slot + 1))
     val first = next.getAndIncrement()
     @tailrec def attempt(tried: Int): Boolean =
       tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || attempt(tried + 1))
-    attempt(0) || (closesEach && ownConnection(call))
+    crowd(0) || attempt(0) || (closesEach && ownConnection(call))
 
   /** A call on a new connection that carries it alone; false when [[HttpTransport.MaxOwn]] are open
     * already: a slow first reply must not let a ramp open thousands.
@@ -170,5 +179,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     Future.successful(Done)
 
 object HttpTransport:
+  /** Calls in flight that make a shared connection busy enough: the next call tries the next one. */
+  val Busy = 32
   /** Connections of their own that shared calls may have open at once (descriptors: the fleet's budget leaves room for them). */
   val MaxOwn = 256

@@ -72,12 +72,12 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     */
   def failedAs: Option[FailureReason] = synchronized(failure)
 
-  /** Writes a call rendered by [[Http1.Renderer]]; false when the connection is full or closing:
-    * the caller tries another.
+  /** Writes a call rendered by [[Http1.Renderer]]; false when the connection is full (or has `room`
+    * calls in flight already) or closing: the caller tries another.
     */
-  def offer(call: Call): Boolean =
+  def offer(call: Call, room: Int = depth): Boolean =
     synchronized {
-      !closing && calls.size < (if answered == 0 && !trusted() then 1 else depth) && {
+      !closing && calls.size < (if answered == 0 && !trusted() then 1 else room) && {
         written += 1 // before its bytes can reach the server, so its reply is never taken for stray bytes
         requests.offer(call.bytes) match
           case QueueOfferResult.Enqueued =>

@@ -59,6 +59,24 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "connection = shared" should {
+    "crowd the calls onto as few of its connections as they need, not spread them over all it may open" in {
+      // 200 devices, each with two calls in flight at most (a heartbeat and its stats): 32 calls on a
+      // connection before the next is used, so at most 13 of the 64 allowed, even on a machine so busy
+      // that every device waits at once; on an idle one, one or two.
+      val c = config(s"""fleetsim.device-profile = "${apV1With("shared")}"
+        fleetsim.http.max-connections = 64""")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == Devices))
+        eventually(assert(run.controller.get.counts.received("heartbeat") >= 2L * Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.messages.values.map(_.failed).sum == 0)
+        assert(summary.controller.get.connections <= 13, summary.controller.get) // spread evenly, it was 64
+      }
+    }
+  }
+
   "connection = per-call" should {
     "open a connection for every call, which the server closes after its reply" in {
       // Time enough that no call gives up on a busy machine: a connection the client abandoned, the
