@@ -89,9 +89,10 @@ for name, c in tops.most_common(30): print(f"  {c * 100 / total:5.1f}%  {name}")
 print("\nthreads sampled:")
 for name, c in threads.most_common(12): print(f"  {c * 100 / total:5.1f}%  {name}")
 EOF
+cat "$out/profile.txt" # the samples; the figures below are printed and kept as they come
 echo "bench: $n devices, a heartbeat every 10 s: $messages heartbeats in the run; fleet CPU $cpu_s s ($split) over ${window} s of steady state" | tee -a "$out/profile.txt"
 python3 -c "print(f'bench: {1e6 * $cpu_s / ($n / 10 * $window):.1f} µs of fleet CPU a message in the window (at {$n / 10:.0f} messages a second)')" | tee -a "$out/profile.txt"
-python3 - "$out" "$(getconf CLK_TCK)" "$window" <<'EOF' | tee -a "$out/profile.txt"
+python3 - "$out" "$tck" "$window" <<'EOF' | tee -a "$out/profile.txt"
 import collections, re, sys
 out, tck, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 # Linux cuts a thread's name to 15 characters; the JVM's thread dump has the whole name by native id.
@@ -124,5 +125,4 @@ for line in open(path):
         print(f"bench: {name}: {int(parts[0]) / messages:.2f} a message ({int(parts[0]) / window:.0f} a second)")
 EOF
 fi
-cat "$out/profile.txt"
 echo "bench: recording and printouts in ${out#$here/}"

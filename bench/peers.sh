@@ -18,7 +18,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 devices="${1:-100000}" durations="${DURATIONS:-180 360}" ramp="${RAMP:-20}" tools="${TOOLS:-fleetsim gatling}"
-for tool in nginx /usr/bin/time java mvn; do command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }; done
+for tool in nginx /usr/bin/time java mvn curl pgrep; do command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }; done
 
 build="${JAR:+$(basename "$JAR")}"
 if [ -z "${JAR:-}" ]; then

@@ -122,10 +122,10 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     */
   private def placeShared(call: Call): Boolean =
     @tailrec def crowd(slot: Int): Boolean = slot < size && (sharedConnection(slot).offer(call, busy) || crowd(slot + 1))
-    val first = next.getAndIncrement()
-    @tailrec def attempt(tried: Int): Boolean =
-      tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || attempt(tried + 1))
-    crowd(0) || attempt(0) || (closesEach && ownConnection(call))
+    @tailrec def spread(first: Int, tried: Int): Boolean =
+      tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || spread(first, tried + 1))
+    // The shared turn is taken only when every connection is busy: a call that crowds on touches no shared counter.
+    crowd(0) || spread(next.getAndIncrement(), 0) || (closesEach && ownConnection(call))
 
   /** A call on a new connection that carries it alone; false when [[HttpTransport.MaxOwn]] are open
     * already: a slow first reply must not let a ramp open thousands.

@@ -90,7 +90,7 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
       fleetsim.device-profile = "$profile"
       fleetsim.controller.url = "http://127.0.0.1:${server.port}"
       fleetsim.fleet { devices = $Devices, ramp-rate = 1000 }
-      fleetsim.http { request-timeout = 2s, max-connections = ${if variant.spaced then Devices else 2}${if variant.spaced then ", pipelining = 1" else ""} }
+      fleetsim.http { request-timeout = 2s, ${if variant.spaced then s"max-connections = $Devices, pipelining = 1" else "max-connections = 2"} }
       fleetsim.device.backoff { min = 100ms, max = 1s }
       fleetsim.dashboard.enabled = off
       fleetsim.run.results-dir = "${Files.createTempDirectory(dir, "run")}"
