@@ -1,13 +1,11 @@
 package fleetsim.transport
 
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.TLSClosing
 import org.apache.pekko.stream.scaladsl.{Flow, Tcp}
 import org.apache.pekko.util.ByteString
 
 import java.net.{Inet4Address, InetAddress, InetSocketAddress}
 import javax.net.ssl.SSLEngine
-import scala.concurrent.duration.Duration
 import scala.concurrent.{ExecutionContext, Future}
 import scala.util.Success
 
@@ -99,12 +97,12 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
     */
   def bytes(device: Int): Flow[ByteString, ByteString, ?] =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
+    val socket = tcp.outgoingConnection(address, local, connectTimeout = settings.connectTimeout)
     tls match
-      case None => tcp.outgoingConnection(address, local, connectTimeout = settings.connectTimeout)
+      case None => socket
       case Some(client) =>
         val engine = client.engine(device)
-        def over(e: SSLEngine) = tcp.outgoingConnectionWithTls(address, () => e, local, Nil, settings.connectTimeout,
-          Duration.Inf, _ => Success(()), TLSClosing.ignoreComplete)
+        def over(e: SSLEngine) = TlsClientStage(e).join(socket)
         engine.value match
           case Some(Success(ready)) => over(ready)
           case _ => Flow.futureFlow(engine.map(over)(using ExecutionContext.parasitic))

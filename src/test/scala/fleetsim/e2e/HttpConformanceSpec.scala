@@ -18,7 +18,8 @@ import scala.util.Try
 /** fleetsim's own HTTP/1.1 client (fleetsim.transport: Http1, PipelinedConnection, HttpTransport)
   * against real servers we did not write (HttpServers), each in the ways real servers end
   * connections: keep-alive, Connection: close on every reply, a short idle timeout with calls spaced
-  * past it, a cap of requests a connection, chunked replies, HTTP/1.0, no pipelining. Each server
+  * past it, a cap of requests a connection, chunked replies, HTTP/1.0, no pipelining; and TLS from
+  * OpenSSL (nginx), where the client side is fleetsim's own too (TlsClientStage). Each server
   * variant x connection mode (shared, per-device, per-call) runs a small fleet and checks what a
   * user would: every device Reporting; the server's access log agreeing with the fleet's ok count,
   * and sent = ok + failed; no failures; no client socket left in CLOSE-WAIT.
@@ -32,14 +33,34 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
   /** One way of running a server. `static`: it serves files, so devices speak static.conf (GET only)
     * rather than api.conf. `spaced`: its idle timeout is 1 s, so each device calls every 2.5 s.
     */
-  private final class Variant(val server: String, val variant: String, val static: Boolean, val spaced: Boolean = false)(
-      val start: () => HttpServer)
+  private final class Variant(val server: String, val variant: String, val static: Boolean, val spaced: Boolean = false,
+      val tls: Boolean = false)(val start: () => HttpServer)
+
+  /** A CA, and a server certificate for 127.0.0.1 it signed, as openssl makes them: nginx serves
+    * with the one and admits devices whose certificates the CA signed; the fleet trusts the CA and
+    * issues each device its own certificate from it.
+    */
+  private lazy val pki: Path =
+    val pki = Files.createDirectories(dir.resolve("pki"))
+    def openssl(args: String*): Unit = Programs.run((Programs.openssl.toString +: args)*)
+    val ec = Seq("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
+    openssl(Seq("req", "-x509") ++ ec ++ Seq("-keyout", s"$pki/ca.key", "-out", s"$pki/ca.pem", "-subj", "/CN=conformance CA", "-days", "2",
+      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")*)
+    openssl(Seq("req") ++ ec ++ Seq("-keyout", s"$pki/server.key", "-out", s"$pki/server.csr", "-subj", "/CN=127.0.0.1")*)
+    Files.writeString(pki.resolve("san.ext"), "subjectAltName = IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", s"$pki/server.csr", "-CA", s"$pki/ca.pem", "-CAkey", s"$pki/ca.key", "-CAcreateserial",
+      "-out", s"$pki/server.pem", "-days", "2", "-extfile", s"$pki/san.ext")
+    pki
 
   private val variants = Seq(
     Variant("nginx", "keep-alive", static = true)(() => HttpServers.nginx("")),
     Variant("nginx", "Connection: close on every reply (keepalive_timeout 0)", static = true)(() => HttpServers.nginx("keepalive_timeout 0;")),
     Variant("nginx", "1 s idle timeout", static = true, spaced = true)(() => HttpServers.nginx("keepalive_timeout 1s;")),
     Variant("nginx", "3 requests a connection (keepalive_requests 3)", static = true)(() => HttpServers.nginx("keepalive_requests 3;")),
+    // A device's own certificate where its connection is its own (not on shared connections): nginx checks it against the CA.
+    Variant("nginx", "TLS (OpenSSL), each device's own certificate verified", static = true, tls = true)(() => HttpServers.nginx(
+      s"ssl_certificate $pki/server.pem; ssl_certificate_key $pki/server.key; ssl_client_certificate $pki/ca.pem; ssl_verify_client optional;",
+      listen = "ssl")),
     Variant("Apache httpd", "keep-alive", static = true)(() => HttpServers.apache("")),
     Variant("Apache httpd", "KeepAlive Off", static = true)(() => HttpServers.apache("KeepAlive Off")),
     Variant("Apache httpd", "MaxKeepAliveRequests 3", static = true)(() => HttpServers.apache("MaxKeepAliveRequests 3")),
@@ -83,14 +104,17 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
     * spaced past the server's idle timeout, a connection a device, each then as idle as a device's own:
     * calls crowd onto the first connection with room (docs/adr/0012), so only a pipelining of 1
     * spreads them one a connection. (gunicorn's gthread workers, among those, answer the first of
-    * pipelined calls and drop the rest: docs/devices.md.)
+    * pipelined calls and drop the rest: docs/devices.md.) Over TLS, 5 s for a call: a fork's first
+    * handshakes, 20 certificates issued, beside another suite, took more than 2 s once.
     */
-  private def config(server: HttpServer, variant: Variant, profile: String): Config =
+  private def config(server: HttpServer, variant: Variant, mode: ConnectionMode, profile: String): Config =
     ConfigFactory.parseString(s"""
       fleetsim.device-profile = "$profile"
-      fleetsim.controller.url = "http://127.0.0.1:${server.port}"
+      fleetsim.controller.url = "${if variant.tls then "https" else "http"}://127.0.0.1:${server.port}"
+      ${if variant.tls then s"""fleetsim.tls.ca-file = "$pki/ca.pem"""" else ""}
+      ${if variant.tls && mode != ConnectionMode.Shared then s"""fleetsim.tls { client-ca = "$pki/ca.pem", client-ca-key = "$pki/ca.key" }""" else ""}
       fleetsim.fleet { devices = $Devices, ramp-rate = 1000 }
-      fleetsim.http { request-timeout = 2s, ${if variant.spaced then s"max-connections = $Devices, pipelining = 1" else "max-connections = 2"} }
+      fleetsim.http { request-timeout = ${if variant.tls then "5s" else "2s"}, ${if variant.spaced then s"max-connections = $Devices, pipelining = 1" else "max-connections = 2"} }
       fleetsim.device.backoff { min = 100ms, max = 1s }
       fleetsim.dashboard.enabled = off
       fleetsim.run.results-dir = "${Files.createTempDirectory(dir, "run")}"
@@ -116,7 +140,7 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
   private def cell(variant: Variant, mode: ConnectionMode): Unit =
     val server = serverFor(variant)
     val tag = s"cell=${mode.key} " // in the request line of each of this cell's calls the server logged
-    val c = config(server, variant, profile(variant, mode))
+    val c = config(server, variant, mode, profile(variant, mode))
     val problems = ListBuffer.empty[String]
     var ok = 0L
     withSystem(c) {

@@ -87,8 +87,10 @@ object HttpServers:
     val local = f"0100007F:$port%04X"
     Files.readAllLines(Path.of("/proc/net/tcp")).asScala.exists(l => l.contains(local) && l.trim.split("\\s+")(3) == "0A")
 
-  /** nginx serving the site; `settings` go in its server block (keepalive_timeout 0, ...). */
-  def nginx(settings: String): HttpServer = launch("nginx") { (home, port, access) =>
+  /** nginx serving the site; `settings` go in its server block (keepalive_timeout 0, ...), `listen`
+    * after its address (ssl).
+    */
+  def nginx(settings: String, listen: String = ""): HttpServer = launch("nginx") { (home, port, access) =>
     val temp = Seq("client_body", "proxy", "fastcgi", "uwsgi", "scgi").map(t => s"${t}_temp_path $home/$t;").mkString(" ")
     val conf = Files.writeString(home.resolve("nginx.conf"),
       s"""daemon off;
@@ -101,7 +103,7 @@ object HttpServers:
          |  access_log $access;
          |  $temp
          |  server {
-         |    listen 127.0.0.1:$port;
+         |    listen 127.0.0.1:$port $listen;
          |    root $home/www;
          |    $settings
          |  }
