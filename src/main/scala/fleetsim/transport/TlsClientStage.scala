@@ -7,7 +7,7 @@ import org.apache.pekko.util.ByteString
 
 import java.nio.ByteBuffer
 import javax.net.ssl.SSLEngineResult.{HandshakeStatus, Status}
-import javax.net.ssl.{SSLEngine, SSLHandshakeException}
+import javax.net.ssl.{SSLEngine, SSLException, SSLHandshakeException}
 
 /** TLS for one client connection: `engine` driven in the connection's own stream, its records
   * wrapped and unwrapped through buffers of the thread that runs it. Between reads a connection holds
@@ -52,8 +52,10 @@ object TlsClientStage:
         status != HandshakeStatus.NOT_HANDSHAKING && status != HandshakeStatus.FINISHED
 
       override def preStart(): Unit =
-        engine.beginHandshake()
-        step()
+        guarded {
+          engine.beginHandshake()
+          advance()
+        }
 
       setHandler(plainIn, new InHandler:
         def onPush(): Unit =
@@ -77,41 +79,73 @@ object TlsClientStage:
 
       setHandler(plainOut, new OutHandler:
         def onPull(): Unit = step()
-        override def onDownstreamFinish(cause: Throwable): Unit = close())
+        override def onDownstreamFinish(cause: Throwable): Unit = guarded(close()))
+
+      private def step(): Unit = guarded(advance())
+
+      /** A TLS failure fails the reader, but the alert the engine queued for it goes out first, and
+        * the connection closes after it: the server sees why, as from Pekko's TLS stage, not a reset.
+        */
+      private def guarded(body: => Unit): Unit =
+        try body
+        catch case e: SSLException =>
+          try while !engine.isOutboundDone && wrap(ByteString.empty) do ()
+          catch case _: SSLException => ()
+          if !isClosed(plainOut) then fail(plainOut, e)
+          if !isClosed(plainIn) then cancel(plainIn)
+          if !isClosed(cipherIn) then cancel(cipherIn)
+          closing = true
+          flush()
 
       /** Does what the engine and the ports allow now: unwraps what came, wraps what waits, hands
         * both on, and asks for more where there is room.
         */
-      private def step(): Unit =
-        var progress = true
-        while progress do
-          progress = false
-          engine.getHandshakeStatus match
-            case HandshakeStatus.NEED_TASK =>
-              // Certificate checks and key agreement, on this thread as Pekko's TLS stage runs them.
-              var task = engine.getDelegatedTask
-              while task != null do { task.run(); task = engine.getDelegatedTask }
-              progress = true
-            case HandshakeStatus.NEED_WRAP =>
-              progress = wrap(ByteString.empty)
-            case _ =>
-              if partial.nonEmpty && !inboundDone then progress = unwrap()
-              if !progress && !handshaking && toWrap.nonEmpty && !closing then
-                val plain = toWrap
-                toWrap = ByteString.empty
-                wrap(plain)
-        flush()
-        if !isClosed(cipherIn) && !hasBeenPulled(cipherIn) && !inboundDone && toDeliver.isEmpty then pull(cipherIn)
-        if !isClosed(plainIn) && !hasBeenPulled(plainIn) && !handshaking && !closing && toSend.isEmpty then pull(plainIn)
-        // Nothing more to write, and nothing more to read or no one reading: the connection ends.
-        if !closing && isClosed(plainIn) && toWrap.isEmpty && (inboundDone || isClosed(plainOut)) then close()
-        if inboundDone && toDeliver.isEmpty && !isClosed(plainOut) then complete(plainOut)
+      private def advance(): Unit =
+        if closing then flush() // only the records already queued go out now
+        else
+          var progress = true
+          while progress do
+            progress = false
+            engine.getHandshakeStatus match
+              case HandshakeStatus.NEED_TASK =>
+                // Certificate checks and key agreement, on this thread as Pekko's TLS stage runs them.
+                var task = engine.getDelegatedTask
+                while task != null do { task.run(); task = engine.getDelegatedTask }
+                progress = true
+              case HandshakeStatus.NEED_WRAP =>
+                progress = wrap(ByteString.empty)
+                // An engine that asks to wrap and writes nothing would hold the connection until its calls time out.
+                if !progress && !engine.isOutboundDone && engine.getHandshakeStatus == HandshakeStatus.NEED_WRAP then
+                  throw IllegalStateException("the TLS engine asks to write and writes nothing")
+              case _ =>
+                if wholeRecord && !inboundDone then progress = unwrap()
+                if !progress && !handshaking && toWrap.nonEmpty && !engine.isOutboundDone then
+                  val plain = toWrap
+                  toWrap = ByteString.empty
+                  wrap(plain)
+          flush()
+          if !isClosed(cipherIn) && !hasBeenPulled(cipherIn) && !inboundDone && toDeliver.isEmpty then pull(cipherIn)
+          if !isClosed(plainIn) && !hasBeenPulled(plainIn) && !handshaking && !engine.isOutboundDone && toSend.isEmpty then
+            pull(plainIn)
+          if inboundDone && toDeliver.isEmpty && !isClosed(plainOut) then complete(plainOut)
+          // Nothing more to write (or no way to: a TLS 1.2 server's close_notify answered), and no one
+          // reading: the connection ends.
+          if !closing && isClosed(plainIn) && (toWrap.isEmpty || engine.isOutboundDone) && isClosed(plainOut) then close()
 
-      /** Sends close_notify, then ends the stage once the socket has taken every record. */
+      /** A whole record has come (its 5-byte header says how long it is): unwrapping less would copy
+        * the start of a record again at each read until the rest came.
+        */
+      private def wholeRecord: Boolean =
+        partial.length >= 5 && partial.length >= 5 + ((partial(3) & 0xff) << 8 | (partial(4) & 0xff))
+
+      /** Sends close_notify, then ends the stage once the socket has taken every record; mid-handshake,
+        * at once (a server that closed first would read as a failed handshake).
+        */
       private def close(): Unit =
         if !closing then
           closing = true
-          if !handshaking then
+          if handshaking then toSend = ByteString.empty
+          else
             engine.closeOutbound()
             while !engine.isOutboundDone && wrap(ByteString.empty) do ()
           flush()
@@ -141,7 +175,7 @@ object TlsClientStage:
               if buffers.out.position > 0 then
                 toSend ++= ByteString.fromArray(buffers.out.array, 0, buffers.out.position)
                 wrote = true
-              more = status == Status.OK && src.hasRemaining
+              more = status == Status.OK && src.hasRemaining && (result.bytesConsumed > 0 || result.bytesProduced > 0)
         wrote
 
       /** Unwraps the whole records among the bytes come; false when there was none. */

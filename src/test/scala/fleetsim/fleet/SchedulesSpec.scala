@@ -88,7 +88,7 @@ class SchedulesSpec extends AnyWordSpec:
     "refuse a fleet whose devices' own TLS connections cannot fit the heap, naming the -Xmx it needs" in {
       val perDevice = fleetsim.run.HttpKind().heapPerDevice(tls = true, ownConnection = true)
       val refusal = HeapBudget.check(10000, perDevice, maxHeap = 275L << 20) // what the launcher gives 10,000 shared-connection devices
-      assert(refusal.left.exists(m => m.contains("10000 devices x 130000 bytes") && m.contains("JAVA_OPTS=-Xmx2736m")), refusal)
+      assert(refusal.left.exists(m => m.contains("10000 devices x 30000 bytes") && m.contains("JAVA_OPTS=-Xmx829m")), refusal)
     }
     "pass the heap the launcher picks for each kind of fleet" in {
       for (transport, tls, own) <- Seq(("http", false, false), ("http", true, true), ("mqtt", false, true), ("mqtt", true, true), ("ssh", false, true)) do
