@@ -47,9 +47,8 @@ object TlsClientStage:
       private var inboundDone = false // the server's close_notify, or the end of its stream
       private var closing = false // close_notify queued: the records go out, then the stage ends
 
-      private def handshaking: Boolean =
-        val status = engine.getHandshakeStatus
-        status != HandshakeStatus.NOT_HANDSHAKING && status != HandshakeStatus.FINISHED
+      // The engine's own status says FINISHED only in a wrap's or unwrap's result, never here.
+      private def handshaking: Boolean = engine.getHandshakeStatus != HandshakeStatus.NOT_HANDSHAKING
 
       override def preStart(): Unit =
         guarded {
@@ -89,7 +88,7 @@ object TlsClientStage:
       private def guarded(body: => Unit): Unit =
         try body
         catch case e: SSLException =>
-          try while !engine.isOutboundDone && wrap(ByteString.empty) do ()
+          try wrapClosing()
           catch case _: SSLException => ()
           if !isClosed(plainOut) then fail(plainOut, e)
           if !isClosed(plainIn) then cancel(plainIn)
@@ -147,8 +146,12 @@ object TlsClientStage:
           if handshaking then toSend = ByteString.empty
           else
             engine.closeOutbound()
-            while !engine.isOutboundDone && wrap(ByteString.empty) do ()
+            wrapClosing()
           flush()
+
+      /** Wraps what the engine has left to say as it closes: close_notify, or the alert for a failure. */
+      private def wrapClosing(): Unit =
+        while !engine.isOutboundDone && wrap(ByteString.empty) do ()
 
       private def flush(): Unit =
         if toSend.nonEmpty && isAvailable(cipherOut) then

@@ -36,20 +36,15 @@ class HttpConformanceSpec extends AnyWordSpec with Eventually with BeforeAndAfte
   private final class Variant(val server: String, val variant: String, val static: Boolean, val spaced: Boolean = false,
       val tls: Boolean = false)(val start: () => HttpServer)
 
-  /** A CA, and a server certificate for 127.0.0.1 it signed, as openssl makes them: nginx serves
-    * with the one and admits devices whose certificates the CA signed; the fleet trusts the CA and
-    * issues each device its own certificate from it.
+  /** A CA and a server certificate for 127.0.0.1 it signed, as MosquittoSpec makes them: nginx
+    * serves with the one and verifies devices' certificates against the other; the fleet trusts the
+    * CA and issues each device its own certificate from it.
     */
   private lazy val pki: Path =
     val pki = Files.createDirectories(dir.resolve("pki"))
-    def openssl(args: String*): Unit = Programs.run((Programs.openssl.toString +: args)*)
-    val ec = Seq("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
-    openssl(Seq("req", "-x509") ++ ec ++ Seq("-keyout", s"$pki/ca.key", "-out", s"$pki/ca.pem", "-subj", "/CN=conformance CA", "-days", "2",
-      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")*)
-    openssl(Seq("req") ++ ec ++ Seq("-keyout", s"$pki/server.key", "-out", s"$pki/server.csr", "-subj", "/CN=127.0.0.1")*)
-    Files.writeString(pki.resolve("san.ext"), "subjectAltName = IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", s"$pki/server.csr", "-CA", s"$pki/ca.pem", "-CAkey", s"$pki/ca.key", "-CAcreateserial",
-      "-out", s"$pki/server.pem", "-days", "2", "-extfile", s"$pki/san.ext")
+    val ca = fleetsim.tls.CertificateAuthority.create("conformance CA")
+    fleetsim.tls.Pem.write(ca.material, pki.resolve("ca.pem"), Some(pki.resolve("ca.key")))
+    fleetsim.tls.Pem.write(ca.issueServer(Seq("127.0.0.1")), pki.resolve("server.pem"), Some(pki.resolve("server.key")))
     pki
 
   private val variants = Seq(
