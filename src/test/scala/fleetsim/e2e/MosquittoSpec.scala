@@ -96,14 +96,19 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
           val most = java.util.concurrent.atomic.AtomicInteger()
           val sampler = java.util.concurrent.Executors.newSingleThreadScheduledExecutor()
           sampler.scheduleAtFixedRate(() => most.accumulateAndGet(broker.clientConnections, math.max), 0, 20, java.util.concurrent.TimeUnit.MILLISECONDS)
+          // Finished however the test ends: a fleet left running keeps its MQTT event loops in this JVM, where the
+          // next suite (MqttEndToEndSpec's thread count) would find them.
           try
-            // Two rounds of connects that timed out: the fleet kept trying, a few at a time, all along.
-            eventually(assert(run.metrics.snapshot().tunnels.failures(fleetsim.transport.FailureReason.TimedOut) >= 2 * limit))
-            assert(most.get == limit, s"at most $limit connects open at once, and that many: saw ${most.get}")
-          finally sampler.shutdown()
-          broker.resume()
-          eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
-          Await.result(run.finish("test over"), 60.seconds)
+            try
+              // Two rounds of connects that timed out: the fleet kept trying, a few at a time, all along.
+              eventually(assert(run.metrics.snapshot().tunnels.failures(fleetsim.transport.FailureReason.TimedOut) >= 2 * limit))
+              assert(most.get == limit, s"at most $limit connects open at once, and that many: saw ${most.get}")
+            finally sampler.shutdown()
+            broker.resume()
+            eventually(assert(run.metrics.devicesByState(Reporting) == Devices, run.metrics.devicesByState))
+          finally
+            broker.resume()
+            Await.result(run.finish("test over"), 60.seconds)
         }
       }
 
