@@ -48,18 +48,17 @@ final class Mosquitto(dir: Path, settings: String):
   def pause(): Unit = Programs.run("kill", "-STOP", process.pid.toString)
   def resume(): Unit = Programs.run("kill", "-CONT", process.pid.toString)
 
-  /** This process's connections to the broker open or opening now, counted from the clients' ends in
-    * /proc/net/tcp and tcp6 (a JVM's sockets are IPv6 ones, to 127.0.0.1 mapped): connected or
-    * sending SYN; a closing socket no longer counts. Only sockets this process holds (/proc/self/fd):
-    * the machine's other processes cannot add to the count.
+  /** Connections to the broker open or opening now from the local address `from`, counted from the
+    * clients' ends in /proc/net/tcp and tcp6 (a JVM's sockets are IPv6 ones, to 127.0.0.1 mapped):
+    * connected or sending SYN; a closing socket no longer counts. A fleet calling from an address of
+    * its own (--source-ips) is then counted alone: no other client, in this process or another, can
+    * add to it, even one still calling a port this broker now has.
     */
-  def clientConnections: Int =
+  def clientConnections(from: java.net.Inet4Address): Int =
+    val local = from.getAddress.reverse.map(b => f"${b & 0xff}%02X").mkString + ":" // /proc's byte order
     val remote = f":$port%04X"
-    val held = scala.util.Using.resource(Files.list(Path.of("/proc/self/fd")))(_.iterator.asScala
-      .flatMap(fd => scala.util.Try(Files.readSymbolicLink(fd).toString).toOption) // a descriptor closed meanwhile
-      .collect { case s"socket:[$inode]" => inode }.toSet)
     Seq("tcp", "tcp6").flatMap(f => Files.readAllLines(Path.of("/proc/net", f)).asScala.drop(1)).map(_.trim.split("\\s+")).count { f =>
-      f(2).endsWith(remote) && (f(3) == "01" || f(3) == "02") && held(f(9))
+      f(1).contains(local) && f(2).endsWith(remote) && (f(3) == "01" || f(3) == "02")
     }
 
   /** The user names the broker logged its clients in with (`u'NAME'` on each new connection). */

@@ -89,13 +89,16 @@ class MosquittoSpec extends AnyWordSpec with Eventually:
     "hold at most --max-connects connects open to a broker that does not answer, and connect every device once it does" in
       withBroker("allow_anonymous true") { broker =>
         val limit = 5
-        val c = config(s"mqtt://127.0.0.1:${broker.port}", profile(), s"fleetsim.mqtt.max-connects = $limit")
+        // The fleet calls from an address of its own, so that only its sockets are counted.
+        val source = java.net.InetAddress.getByName("127.0.7.7").asInstanceOf[java.net.Inet4Address]
+        val c = config(s"mqtt://127.0.0.1:${broker.port}", profile(),
+          s"fleetsim.mqtt.max-connects = $limit\nfleetsim.http.source-ips = \"${source.getHostAddress}/32\"")
         broker.pause() // before the fleet: every connect it takes waits for a CONNACK until it times out (3 s)
         withSystem(c) {
           val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
           val most = java.util.concurrent.atomic.AtomicInteger()
           val sampler = java.util.concurrent.Executors.newSingleThreadScheduledExecutor()
-          sampler.scheduleAtFixedRate(() => most.accumulateAndGet(broker.clientConnections, math.max), 0, 20, java.util.concurrent.TimeUnit.MILLISECONDS)
+          sampler.scheduleAtFixedRate(() => most.accumulateAndGet(broker.clientConnections(source), math.max), 0, 20, java.util.concurrent.TimeUnit.MILLISECONDS)
           // Finished however the test ends: a fleet left running keeps its MQTT event loops in this JVM, where the
           // next suite (MqttEndToEndSpec's thread count) would find them.
           try

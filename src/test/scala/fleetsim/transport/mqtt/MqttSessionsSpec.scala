@@ -34,9 +34,12 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
   /** A connect and a reply (a CONNACK among them) have 10 s unless a test of timeouts says: a JVM's
     * first connect to a broker just started, beside the suite's others, waited over 2 s for its CONNACK in CI.
     */
+  /** The address the devices call from: the broker's connections from it are theirs alone. */
+  private val source = java.net.InetAddress.getByName("127.0.7.8").asInstanceOf[java.net.Inet4Address]
+
   private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 10.seconds,
       connectTimeout: FiniteDuration = 10.seconds): MqttSessions =
-    MqttSessions("127.0.0.1", port, options, tls = None, sources = None, connectTimeout = connectTimeout, requestTimeout = requestTimeout, devices)
+    MqttSessions("127.0.0.1", port, options, tls = None, sources = SourceAddresses.parse(source.getHostAddress).toOption, connectTimeout = connectTimeout, requestTimeout = requestTimeout, devices)
 
   /** Device `n`'s session, or why it could not open; pushes to it go to `pushed`. */
   private def open(s: MqttSessions, n: Int, pushed: Push => Unit = _ => ()): Either[SessionFailure, Session] =
@@ -158,13 +161,13 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
         val three = (0 until 3).map(opened(s, _))
         val ours = loops -- before
         assert(ours.nonEmpty && ours.forall(_.isAlive))
-        eventually(assert(mosquitto.clientConnections == 3))
+        eventually(assert(mosquitto.clientConnections(source) == 3))
         Await.result(three.head.close(), deadline)
-        eventually(assert(mosquitto.clientConnections == 2))
+        eventually(assert(mosquitto.clientConnections(source) == 2))
         eventually(assert(Files.readString(mosquitto.log).contains("Client sensor-0 disconnected.")))
         three.tail.foreach(t => Await.result(t.close(), deadline))
         Await.result(s.close(), deadline)
-        eventually(assert(mosquitto.clientConnections == 0))
+        eventually(assert(mosquitto.clientConnections(source) == 0))
         eventually(assert(ours.forall(!_.isAlive)))
         assert("Client sensor-\\d+ closed its connection".r.findFirstIn(Files.readString(mosquitto.log)).isEmpty) // each said goodbye, none vanished
       }
