@@ -276,16 +276,6 @@ class ClusterSpec extends AnyWordSpec with Eventually:
     assert(summary.run.stopReason == "interrupted", run.output)
     summary
 
-  /** Every call the devices counted delivered reached the controller, and the controller received no
-    * call the devices did not send. Between the two: calls that timed out at the device after the
-    * controller took them (four JVMs starting on two cores, a handshake storm), counted failed; and
-    * `unreported` a kind: what a node killed mid-run sent after the runner's last snapshot of it.
-    */
-  private def reconciles(messages: Map[String, fleetsim.report.MessageCounts], received: Map[String, Long], unreported: Long = 0): Unit =
-    for (kind, m) <- messages do
-      assert(m.ok <= received(kind) && received(kind) <= m.ok + m.failed + unreported,
-        s"$kind: ${m.ok} delivered, ${m.failed} failed, ${received(kind)} received")
-
   /** The run's latest sample, from its time-series file. */
   private def latest(results: Path): Option[fleetsim.metrics.Sample] =
     val file = results.resolve("timeseries.jsonl")
