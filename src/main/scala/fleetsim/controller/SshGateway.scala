@@ -138,6 +138,7 @@ object SshGateway:
       server.setForwardingFilter(RejectAllForwardingFilter.INSTANCE) // no port forwarding of the usual kind
       server.setChannelFactories(List[ChannelFactory](TunnelChannel.factory(http, refused, handler)).asJava)
       CoreModuleProperties.IDLE_TIMEOUT.set(server, JDuration.ofMillis(settings.sshIdleTimeout.toMillis))
+      SshStreams.smallBuffers(server) // thousands of sessions, each held open
       try server.start()
       catch case e: BindException => throw CannotBind.of(settings.host, settings.sshPort, "ssh", e).get
       SshGateway(server)

@@ -3,9 +3,12 @@ package fleetsim.transport.ssh
 import org.apache.pekko.NotUsed
 import org.apache.pekko.stream.scaladsl.{Flow, Sink, Source}
 import org.apache.pekko.util.ByteString
+import org.apache.sshd.common.PropertyResolver
 import org.apache.sshd.common.future.SshFuture
 import org.apache.sshd.common.io.{IoInputStream, IoOutputStream}
+import org.apache.sshd.common.util.Readable
 import org.apache.sshd.common.util.buffer.ByteArrayBuffer
+import org.apache.sshd.core.CoreModuleProperties
 
 import java.io.EOFException
 import scala.concurrent.{ExecutionContext, Future, Promise}
@@ -30,15 +33,28 @@ object SshStreams:
     }
 
   private def read(in: IoInputStream): Future[Option[(Unit, ByteString)]] =
-    val buffer = ByteArrayBuffer(ReadSize, false)
+    val taken = Taken()
     val result = Promise[Option[(Unit, ByteString)]]()
-    in.read(buffer).addListener { f =>
+    in.read(taken).addListener { f =>
       f.getException match
-        case null => result.success(Some(((), ByteString.fromArray(buffer.array, buffer.rpos, buffer.available))))
+        case null => result.success(Some(((), taken.bytes)))
         case _: EOFException => result.success(None)
         case e => result.failure(e)
     }
     result.future
+
+  /** A read's buffer that holds nothing while it waits: the channel hands it what came (`putBuffer`),
+    * up to `ReadSize`, and that becomes the bytes read, in an array of their size. A read is always
+    * waiting on every open channel, and a buffer of `ReadSize` bytes for each was most of what an
+    * idle tunnel held.
+    */
+  private final class Taken extends ByteArrayBuffer(Array.emptyByteArray, false):
+    var bytes: ByteString = ByteString.empty
+    override def putBuffer(src: Readable, expand: Boolean): Int =
+      val array = new Array[Byte](math.min(src.available, ReadSize))
+      src.getRawBytes(array, 0, array.length)
+      bytes = ByteString.fromArrayUnsafe(array)
+      array.length
 
   private def write(out: IoOutputStream, bytes: ByteString): Future[Unit] =
     val result = Promise[Unit]()
@@ -46,6 +62,18 @@ object SshStreams:
       if f.isWritten then result.success(()) else result.failure(Option(f.getException).getOrElse(EOFException("channel closed")))
     }
     result.future
+
+  /** What a tunnel holds between calls, at either end, kept small. Its socket always has a read
+    * waiting, into a buffer of its own (32 KB by default). What comes on a channel is copied whole
+    * into the channel's buffer, and the session's decoder buffer takes each read behind what is left
+    * of the last packet: both grow to the largest they were given and never shrink (8 KB each once a
+    * config came). A device's calls and replies are a few hundred bytes: with reads of 2 KB and
+    * packets of at most 1.5 KB the three stay at 2, 2 and 4 KB, and a large reply takes a few more
+    * packets (bench/history/2026-11-26-footprint.md).
+    */
+  def smallBuffers(end: PropertyResolver): Unit =
+    CoreModuleProperties.NIO2_READ_BUFFER_SIZE.set(end, Integer.valueOf(2048))
+    CoreModuleProperties.MAX_PACKET_SIZE.set(end, java.lang.Long.valueOf(1536L))
 
   /** An SSHD future as a Scala future, completed from the listener: nothing waits on it. */
   def completion[F <: SshFuture[F], A](future: F)(outcome: F => Try[A]): Future[A] =

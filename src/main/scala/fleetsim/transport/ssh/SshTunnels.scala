@@ -34,6 +34,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     CoreModuleProperties.AUTH_TIMEOUT.set(c, millis(settings.handshakeTimeout))
     CoreModuleProperties.HEARTBEAT_INTERVAL.set(c, millis(settings.keepaliveInterval))
     CoreModuleProperties.HEARTBEAT_NO_REPLY_MAX.set(c, Integer.valueOf(settings.keepaliveMaxMissed))
+    SshStreams.smallBuffers(c)
     c.setServerKeyVerifier(HostKeys.verifier(settings))
     // With BouncyCastle on the class path (for client certificates), MINA offers the post-quantum
     // hybrids first, and their key generation in pure Java made each handshake cost several times a
