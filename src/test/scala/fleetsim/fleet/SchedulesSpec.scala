@@ -90,10 +90,15 @@ class SchedulesSpec extends AnyWordSpec:
       val refusal = HeapBudget.check(10000, perDevice, maxHeap = 275L << 20) // what the launcher gives 10,000 shared-connection devices
       assert(refusal.left.exists(m => m.contains("10000 devices x 30000 bytes") && m.contains("JAVA_OPTS=-Xmx829m")), refusal)
     }
-    "pass the heap the launcher picks for each kind of fleet" in {
-      for (transport, tls, own) <- Seq(("http", false, false), ("http", true, true), ("mqtt", false, true), ("mqtt", true, true), ("ssh", false, true)) do
+    "pass the heap the launcher picks for each kind of fleet, from the same bytes a device" in {
+      // The launcher (./fleetsim) sizes the heap before any JVM starts, from a table of its own: `PATTERN) per_device=N ;;`.
+      val table = "(?m)^\\s*(\\S+)\\) per_device=(\\d+) ;;".r.findAllMatchIn(java.nio.file.Files.readString(java.nio.file.Path.of("fleetsim")))
+        .map(m => m.group(1) -> m.group(2).toLong).toMap
+      for (transport, tls, own, pattern) <- Seq(("http", false, false, "*"), ("http", false, true, "*/no/yes"), ("http", true, true, "*/yes/yes"),
+          ("mqtt", false, true, "mqtt/*"), ("mqtt", true, true, "mqtt/yes/*"), ("ssh", false, true, "ssh/*")) do
         val kind = fleetsim.run.TransportKinds.named(transport).get.read(com.typesafe.config.ConfigFactory.load())
         val perDevice = kind.heapPerDevice(tls, own)
+        assert(table.get(pattern) == Some(perDevice), s"./fleetsim's $pattern against ${(transport, tls, own)}'s $perDevice")
         val launcher = (256L + 5000L * perDevice * 2 / 1048576) << 20 // fleetsim's own arithmetic, in whole MiB
         assert(HeapBudget.check(5000, perDevice, launcher).isRight, (transport, tls, own))
     }
