@@ -92,8 +92,11 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
       */
     val connacked = java.util.concurrent.atomic.AtomicBoolean(false)
     /** The connection closed between the CONNACK and the SUBACK: the client's subscribe can wait out
-      * its deadline for an answer that will not come (Moquette closes a resubscribing client's
-      * connection in a reconnect storm), so the connect fails at once instead.
+      * its deadline for an answer that will not come, so the connect fails at once instead. Moquette
+      * 0.18.3 (the reference controller's broker) does that on a busy machine: it marks a connection
+      * connected in a listener it adds to the CONNACK's write only after starting the write, so the
+      * device's SUBSCRIBE can be read before that listener runs, and it then drops the connection
+      * ("SUBSCRIBE received on already closed connection", dozens of times in a test suite's run).
       */
     val closedEarly = Promise[Throwable]()
     val builder = MqttClient.builder()
