@@ -9,7 +9,8 @@
 # classes that hold the most of it. Each JAR in turn (default target/fleetsim.jar, with its lib/
 # beside it): compare two builds in the same hour, A B B A on a noisy machine. RAMP (devices a
 # second; default 100 for tls, the rate the controller takes TLS handshakes beside the fleet's ramp
-# here, and 500 otherwise). Appends to bench/history/DATE-footprint.md and prints it.
+# here, and 500 otherwise); FLEET_OPTS, JVM options for the fleet. Appends to
+# bench/history/DATE-footprint.md and prints it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kind="$1"; n="$2"; shift 2
@@ -37,7 +38,7 @@ for jar in "${jars[@]}"; do
   trust=(); [[ "$kind" == tls* ]] && trust=(--ca-file "$work/controller/tls/ca.pem")
   flags=("${fleet_flags[@]/KNOWN/$work/known_hosts}") # the controller's host key, trusted on first use
   # The fleet's heap fixed, so that builds compare at the same heap; its connections kept past the window.
-  java -Xmx2g -Dfleetsim.http.keep-alive-timeout=800s -jar "$jar" run --controller "$url" "${trust[@]}" "${flags[@]}" \
+  java -Xmx2g -Dfleetsim.http.keep-alive-timeout=800s ${FLEET_OPTS:-} -jar "$jar" run --controller "$url" "${trust[@]}" "${flags[@]}" \
     --devices "$n" --ramp-rate "$ramp" --duration 1h --dashboard off --results "$work/results" > "$work/run.log" 2>&1 &
   fleet=$!
   for _ in $(seq 1 $(( n / ramp * 3 + 120 ))); do grep -q "Reporting $n |" "$work/run.log" && break; sleep 1; done
