@@ -54,15 +54,15 @@ final class Mosquitto(dir: Path, settings: String):
     * its own (--source-ips) is then counted alone: no other client, in this process or another, can
     * add to it, even one still calling a port this broker now has.
     */
-  def clientConnections(from: java.net.Inet4Address): Int = clientSockets(from).size
+  def clientConnections(from: String): Int = clientSockets(from).size
 
   /** The sockets [[clientConnections]] counts, by inode. The kernel lists them a page at a time, so
     * one listing is not one instant: on a busy machine with many sockets it can show a socket that
     * closed while it was being read beside one opened later. Only a socket seen in two listings some
     * time apart was surely open beside the others seen in both.
     */
-  def clientSockets(from: java.net.Inet4Address): Set[String] =
-    val local = from.getAddress.reverse.map(b => f"${b & 0xff}%02X").mkString + ":" // /proc's byte order
+  def clientSockets(from: String): Set[String] =
+    val local = java.net.InetAddress.getByName(from).getAddress.reverse.map(b => f"${b & 0xff}%02X").mkString + ":" // /proc's byte order
     val remote = f":$port%04X"
     Seq("tcp", "tcp6").flatMap(f => Files.readAllLines(Path.of("/proc/net", f)).asScala.drop(1)).map(_.trim.split("\\s+")).collect {
       case f if f(1).contains(local) && f(2).endsWith(remote) && (f(3) == "01" || f(3) == "02") => f(9)

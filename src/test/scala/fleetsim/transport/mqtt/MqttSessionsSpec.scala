@@ -31,15 +31,15 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
       willQos = 0, willRetain = false,
       identity = n => MqttIdentity(s"sensor-$n", password.map(_ => s"sensor-$n"), password.map(_.getBytes(UTF_8)), Seq(s"devices/sensor-$n/config"), None))
 
+  /** The address the devices call from: the broker's connections from it are theirs alone. */
+  private val source = "127.0.7.8"
+
   /** A connect and a reply (a CONNACK among them) have 10 s unless a test of timeouts says: a JVM's
     * first connect to a broker just started, beside the suite's others, waited over 2 s for its CONNACK in CI.
     */
-  /** The address the devices call from: the broker's connections from it are theirs alone. */
-  private val source = java.net.InetAddress.getByName("127.0.7.8").asInstanceOf[java.net.Inet4Address]
-
   private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 10.seconds,
       connectTimeout: FiniteDuration = 10.seconds): MqttSessions =
-    MqttSessions("127.0.0.1", port, options, tls = None, sources = SourceAddresses.parse(source.getHostAddress).toOption, connectTimeout = connectTimeout, requestTimeout = requestTimeout, devices)
+    MqttSessions("127.0.0.1", port, options, tls = None, sources = SourceAddresses.parse(source).toOption, connectTimeout = connectTimeout, requestTimeout = requestTimeout, devices)
 
   /** Device `n`'s session, or why it could not open; pushes to it go to `pushed`. */
   private def open(s: MqttSessions, n: Int, pushed: Push => Unit = _ => ()): Either[SessionFailure, Session] =
