@@ -211,6 +211,12 @@ def close_mid_body(conn, size):
     return False
 
 
+def reset_at_once(conn, size):
+    """No reply at all: the request read, the connection ends with a TCP reset."""
+    conn.reset()
+    return False
+
+
 def empty_json(conn, size):
     conn.send(response(200, b"{}"))
     return True
@@ -256,6 +262,7 @@ MODES = {
     "garbage": garbage,
     "status-999": status_999,
     "close-mid-body": close_mid_body,
+    "reset-at-once": reset_at_once,
     "empty-json": empty_json,
     "hello": hello,
     "body": body,

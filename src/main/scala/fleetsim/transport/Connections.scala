@@ -1,7 +1,7 @@
 package fleetsim.transport
 
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.scaladsl.{Flow, Tcp}
+import org.apache.pekko.stream.scaladsl.Flow
 import org.apache.pekko.util.ByteString
 
 import java.net.{Inet4Address, InetAddress, InetSocketAddress}
@@ -87,7 +87,7 @@ object SourceAddresses:
 final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Option[TlsClient], val sources: Option[SourceAddresses])(
     using system: ActorSystem[?]):
   private val address = InetSocketAddress(host, port)
-  private val tcp = Tcp(system)
+  private val sockets = Sockets(system)
 
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
@@ -97,7 +97,7 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
     */
   def bytes(device: Int): Flow[ByteString, ByteString, ?] =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
-    val socket = tcp.outgoingConnection(address, local, connectTimeout = settings.connectTimeout)
+    val socket = sockets.connect(address, local, settings.connectTimeout)
     tls match
       case None => socket
       case Some(client) =>

@@ -46,6 +46,8 @@ class HostileServersSpec extends AnyWordSpec:
     "count garbage instead of HTTP as protocolError" in replies.counted("garbage", "protocolError")
     "count status 999 as protocolError" in replies.counted("status999", "protocolError")
     "count a connection reset in the middle of a body as protocolError" in replies.counted("closeMidBody", "protocolError")
+    // The connection was made: a reset is a broken connection, not connectFailed (which says the server could not be reached).
+    "count a connection reset before any reply as protocolError" in replies.counted("resetAtOnce", "protocolError")
     "count 200 {} as unreadable when the profile keeps a value without a default" in replies.counted("emptyJson", "unreadable")
     "count 200 hello as unreadable when the profile keeps a value without a default" in replies.counted("hello", "unreadable")
     "count honest replies ok all along" in replies.allOk("fine")

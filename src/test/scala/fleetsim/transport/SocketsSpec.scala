@@ -1,0 +1,153 @@
+package fleetsim.transport
+
+import com.typesafe.config.ConfigFactory
+import org.apache.pekko.actor.typed.ActorSystem
+import org.apache.pekko.actor.typed.scaladsl.Behaviors
+import org.apache.pekko.stream.StreamTcpException
+import org.apache.pekko.stream.scaladsl.{Keep, Sink, Source}
+import org.apache.pekko.util.ByteString
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.concurrent.Eventually
+import org.scalatest.time.{Millis, Seconds, Span}
+import org.scalatest.wordspec.AnyWordSpec
+
+import java.net.{InetAddress, InetSocketAddress, StandardSocketOptions}
+import java.nio.ByteBuffer
+import java.nio.channels.{ServerSocketChannel, SocketChannel}
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+import scala.jdk.CollectionConverters.*
+import scala.util.Try
+
+/** The HTTP client's own TCP connections, against the JDK's sockets on loopback: bytes both ways in
+  * order, a server that stops reading, a half-close, every way a connection fails, and one thread for
+  * them all.
+  */
+class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
+  override given patienceConfig: PatienceConfig = PatienceConfig(Span(10, Seconds), Span(20, Millis))
+  // Lazy: the test engine also makes an instance of the suite only to list its tests.
+  private lazy val system: ActorSystem[Nothing] = ActorSystem(Behaviors.empty, "sockets", ConfigFactory.load())
+  private given ActorSystem[Nothing] = system
+  private lazy val sockets = Sockets(system)
+  override def afterAll(): Unit = system.terminate()
+
+  private def server(): ServerSocketChannel =
+    ServerSocketChannel.open().bind(InetSocketAddress(InetAddress.getLoopbackAddress, 0))
+
+  private def address(server: ServerSocketChannel) = server.getLocalAddress.asInstanceOf[InetSocketAddress]
+
+  /** Reads until the peer has sent `n` bytes or closed; what came. */
+  private def readUpTo(peer: SocketChannel, n: Int): ByteString =
+    val buffer = ByteBuffer.allocate(64 * 1024)
+    var got = ByteString.empty
+    var open = true
+    while open && got.length < n do
+      buffer.clear()
+      val read = peer.read(buffer)
+      if read < 0 then open = false
+      else got ++= ByteString.fromArray(buffer.array, 0, read)
+    got
+
+  "A socket" should {
+    "carry bytes both ways in order, and half-close once what was written has left" in {
+      val listening = server()
+      try
+        val sent = (0 until 2000).map(i => ByteString(s"call $i;"))
+        val (input, received) = Source.queue[ByteString](4096)
+          .via(sockets.connect(address(listening), None, 5.seconds))
+          .toMat(Sink.fold(ByteString.empty)(_ ++ _))(Keep.both).run()
+        val peer = listening.accept()
+        sent.foreach(input.offer)
+        input.complete()
+        val all = sent.reduce(_ ++ _)
+        // The server reads every byte in order, then the end of the stream: the client half-closed.
+        assert(readUpTo(peer, Int.MaxValue) == all)
+        peer.write(ByteBuffer.wrap("a reply after the client's half-close".getBytes))
+        peer.close()
+        assert(Await.result(received, 10.seconds).utf8String == "a reply after the client's half-close")
+      finally listening.close()
+    }
+
+    "hold what a server does not read, take no more meanwhile, and lose nothing when it reads again" in {
+      val listening = server()
+      try
+        val size = 16 * 1024
+        val total = 800 // 12.5 MiB: far more than the two sockets' buffers hold
+        val chunks = (0 until total).map(i => ByteString(Array.fill[Byte](size)((i % 251).toByte)))
+        val taken = java.util.concurrent.atomic.AtomicInteger()
+        val done = Source(chunks).map { c => taken.incrementAndGet(); c }
+          .via(sockets.connect(address(listening), None, 5.seconds)).runWith(Sink.ignore)
+        val peer = listening.accept()
+        // Not read, the server's buffers fill, then the client's, then its stage's batch: it takes no more.
+        var last = -1
+        eventually(timeout(Span(20, Seconds)), interval(Span(200, Millis))) {
+          val now = taken.get
+          val still = now == last
+          last = now
+          assert(still && now < total, s"$now of $total chunks taken")
+        }
+        assert(readUpTo(peer, Int.MaxValue) == chunks.reduce(_ ++ _)) // all, in order, then the half-close
+        peer.close()
+        Await.result(done, 10.seconds)
+      finally listening.close()
+    }
+
+    "fail a refused connect as StreamTcpException (connectFailed), and a reset after connecting as a broken connection" in {
+      val closedPort = { val s = server(); val a = address(s); s.close(); a }
+      val refused = Source.maybe[ByteString].via(sockets.connect(closedPort, None, 5.seconds)).runWith(Sink.ignore)
+      val e = Try(Await.result(refused, 10.seconds)).failed.get
+      assert(e.isInstanceOf[StreamTcpException] && Replies.reason(e) == FailureReason.ConnectFailed, e)
+
+      val listening = server()
+      try
+        val hello = scala.concurrent.Promise[ByteString]()
+        val reset = Source.maybe[ByteString].via(sockets.connect(address(listening), None, 5.seconds))
+          .runWith(Sink.foreach(bytes => hello.trySuccess(bytes)))
+        val peer = listening.accept()
+        peer.write(ByteBuffer.wrap("hello".getBytes))
+        assert(Await.result(hello.future, 10.seconds).utf8String == "hello") // connected, as the client sees it
+        peer.setOption(StandardSocketOptions.SO_LINGER, Integer.valueOf(0)) // close sends a RST
+        peer.close()
+        val broken = Try(Await.result(reset, 10.seconds)).failed.get
+        assert(!broken.isInstanceOf[StreamTcpException] && Replies.reason(broken) == FailureReason.ProtocolError, broken)
+      finally listening.close()
+    }
+
+    "fail a connect that is not answered within its timeout as connectFailed" in {
+      // A listening socket whose queue is full and never accepted: the kernel drops the next SYN, so the connect hangs.
+      val listening = ServerSocketChannel.open().bind(InetSocketAddress(InetAddress.getLoopbackAddress, 0), 1)
+      val fillers = (0 until 4).flatMap(_ => Try { val c = SocketChannel.open(); c.configureBlocking(false); c.connect(address(listening)); c }.toOption)
+      try
+        val started = System.nanoTime()
+        val hung = Source.maybe[ByteString].via(sockets.connect(address(listening), None, 500.millis)).runWith(Sink.ignore)
+        val e = Try(Await.result(hung, 10.seconds)).failed.get
+        assert(Replies.reason(e) == FailureReason.ConnectFailed && e.getMessage.contains("within 500 milliseconds"), e)
+        assert((System.nanoTime() - started).nanos >= 500.millis)
+      finally
+        fillers.foreach(_.close())
+        listening.close()
+    }
+
+    "close its descriptor when the stream ends, and run all connections on one thread" in {
+      def descriptors = java.io.File("/proc/self/fd").list().length
+      val listening = server()
+      val before = descriptors
+      try
+        val connections = (0 until 200).map { _ =>
+          val (input, done) = Source.queue[ByteString](1).via(sockets.connect(address(listening), None, 5.seconds))
+            .toMat(Sink.ignore)(Keep.both).run()
+          (input, done, listening.accept())
+        }
+        val threads = Thread.getAllStackTraces.keySet.asScala.count(_.getName == "sockets-sockets") // this system's
+        assert(threads == 1)
+        connections.foreach((input, _, _) => input.complete())
+        // Each server side reads the end of the stream, and closing its side ends the client's stream: both closed.
+        connections.foreach { (_, done, peer) =>
+          assert(readUpTo(peer, Int.MaxValue).isEmpty)
+          peer.close()
+          Await.result(done, 10.seconds)
+        }
+        eventually(assert(descriptors <= before))
+      finally listening.close()
+    }
+  }
