@@ -92,7 +92,7 @@ final class Sockets private (name: String) extends Extension:
       * the selector thread, under the lock of `this`; the rest are the selector thread's.
       */
     final class Logic extends TimerGraphStageLogic(shape):
-      private val channel = SocketChannel.open()
+      private var channel: SocketChannel = null // opened as the stage starts: a descriptor it cannot have fails the connect
 
       // The stage's thread.
       private var connected = false
@@ -122,6 +122,7 @@ final class Sockets private (name: String) extends Extension:
 
       override def preStart(): Unit =
         try
+          channel = SocketChannel.open()
           channel.configureBlocking(false)
           channel.setOption(StandardSocketOptions.TCP_NODELAY, java.lang.Boolean.TRUE)
           local.foreach(channel.bind)
@@ -257,10 +258,11 @@ final class Sockets private (name: String) extends Extension:
       override def postStop(): Unit =
         // What is left goes if the socket takes it now (a TLS close_notify); then the channel closes on
         // the selector thread, which drops its key as it closes: the descriptor is freed at once.
-        execute { () =>
-          try write() catch case NonFatal(_) => ()
-          try channel.close() catch case _: IOException => ()
-        }
+        if channel != null then
+          execute { () =>
+            try write() catch case NonFatal(_) => ()
+            try channel.close() catch case _: IOException => ()
+          }
 
   private def connectFailed(why: String) = StreamTcpException(s"no connection to the server: $why")
 
