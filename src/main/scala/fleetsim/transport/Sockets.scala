@@ -95,7 +95,6 @@ final class Sockets private (name: String) extends Extension:
       private var channel: SocketChannel = null // opened as the stage starts: a descriptor it cannot have fails the connect
 
       // The stage's thread.
-      private var connected = false
       private var toDeliver = ByteString.empty // read, not yet pulled
       private var readingPaused = false
       private var ended = false // the server closed its side: what it sent is all it sends
@@ -113,7 +112,7 @@ final class Sockets private (name: String) extends Extension:
       private var writable = false // connected, and the output not yet shut
 
       // Called from the selector thread: each runs on the stage's own.
-      private val onConnected = getAsyncCallback[Unit](_ => { connected = true; cancelTimer(Timeout) })
+      private val onConnected = getAsyncCallback[Unit](_ => cancelTimer(Timeout))
       private val onRead = getAsyncCallback[ByteString](received)
       private val onEnd = getAsyncCallback[Unit](_ => { ended = true; if toDeliver.isEmpty then complete(out); finishIfDone() })
       private val onFailure = getAsyncCallback[Throwable](failStage)
@@ -133,27 +132,30 @@ final class Sockets private (name: String) extends Extension:
         catch case NonFatal(e) => failStage(connectFailed(e.toString))
 
       setHandler(in, new InHandler:
-        def onPush(): Unit =
-          val bytes = grab(in)
-          val (first, room) = Logic.this.synchronized {
-            outgoing ++= bytes
-            full = outgoing.length >= WriteBatch
-            val first = !queued
-            queued = true
-            (first, !full)
-          }
-          if first then flush(Logic.this)
-          if room then pull(in)
-        override def onUpstreamFinish(): Unit =
-          Logic.this.synchronized { inputDone = true; queued = true }
-          flush(Logic.this))
+        def onPush(): Unit = if handOver(grab(in), done = false) then pull(in)
+        override def onUpstreamFinish(): Unit = handOver(ByteString.empty, done = true))
+
+      /** Hands `bytes` to the selector thread, queueing this connection to be written unless it is
+        * queued already; false when so much waits that the stage takes no more until it is written.
+        */
+      private def handOver(bytes: ByteString, done: Boolean): Boolean =
+        val (first, room) = synchronized {
+          outgoing ++= bytes
+          inputDone = done
+          full = outgoing.length >= WriteBatch
+          val first = !queued
+          queued = true
+          (first, !full)
+        }
+        if first then flush(this)
+        room
 
       setHandler(out, new OutHandler:
         def onPull(): Unit = if toDeliver.nonEmpty then deliver()
         override def onDownstreamFinish(cause: Throwable): Unit = completeStage())
 
-      override protected def onTimer(timerKey: Any): Unit =
-        if !connected then failStage(connectFailed(s"no connection to $remote within $connectTimeout"))
+      // Cancelled once connected.
+      override protected def onTimer(timerKey: Any): Unit = failStage(connectFailed(s"no connection to $remote within $connectTimeout"))
 
       private def received(bytes: ByteString): Unit =
         toDeliver ++= bytes
@@ -204,10 +206,10 @@ final class Sockets private (name: String) extends Extension:
             if key.isWritable then
               key.interestOpsAnd(~SelectionKey.OP_WRITE)
               write()
-            if key.isReadable then read(key)
+            if key.isReadable then read()
         catch case NonFatal(e) => failed(e)
 
-      private def read(key: SelectionKey): Unit =
+      private def read(): Unit =
         inBuffer.clear()
         val n = channel.read(inBuffer)
         if n > 0 then
