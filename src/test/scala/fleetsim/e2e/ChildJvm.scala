@@ -1,11 +1,24 @@
 package fleetsim.e2e
 
-import java.nio.file.Path
+import java.io.File
+import java.nio.channels.FileChannel
+import java.nio.file.{Files, Path, StandardCopyOption, StandardOpenOption}
+import java.security.MessageDigest
+import java.util.Comparator
+import java.util.concurrent.TimeUnit
+import java.util.jar.{JarEntry, JarOutputStream}
+import scala.jdk.CollectionConverters.*
+import scala.util.Using
 
 /** How the tests start fleetsim's entry point in a JVM of its own: a child lives for seconds or a
   * few minutes, and on two cores the C2 compiler would take half its CPU from the processes under
   * test (a 4 s run of 200 devices: 6.4 s of CPU with C2, 3.4 s with C1 alone, here). The code run is
   * the same; how fast it runs once compiled is for bench/, which runs the jar with the launcher's settings.
+  *
+  * The suite starts about 80 children, so their start is shared: they load fleetsim's classes from a
+  * class-data archive (AppCDS) dumped once from a short SSH run (a 2 s run of 50 devices: 4.7 s of CPU
+  * without it, 3.1 s with it, here). JDK 17 archives only from jars, so the children run fleetsim's
+  * classes from a jar of target/classes, as users run them from fleetsim.jar.
   */
 object ChildJvm:
   val java: String = Path.of(System.getProperty("java.home"), "bin", "java").toString
@@ -13,12 +26,85 @@ object ChildJvm:
   /** Options every child JVM of the tests takes, before its own. */
   val Options: Seq[String] = Seq("-XX:TieredStopAtLevel=1")
 
-  /** `java -Xmx<heap> [options] -cp <classpath> fleetsim.cli.Main args...`, with the tests' class path unless told.
+  /** `java -Xmx<heap> [options] -cp <classpath> fleetsim.cli.Main args...`.
     *
+    * @param testClasses whether the tests' classes and resources (logback-test.xml) come after fleetsim's:
+    * without them, a child has the class path the jar has
     * @param niceness above 0, the child runs under `nice -n niceness`: it takes the CPU the processes
     * of normal priority leave, so a suite of many JVMs cannot starve the suite running beside it
     */
-  def command(heap: String, args: Seq[String], options: Seq[String] = Nil, classpath: String = System.getProperty("java.class.path"),
+  def command(heap: String, args: Seq[String], options: Seq[String] = Nil, testClasses: Boolean = true,
       niceness: Int = 0): Seq[String] =
     val nice = if niceness > 0 then Seq("nice", "-n", niceness.toString) else Nil
-    nice ++ Seq(java, s"-Xmx$heap") ++ Options ++ options ++ Seq("-cp", classpath, "fleetsim.cli.Main") ++ args
+    val classpath = (Shared.classpath ++ Option.when(testClasses)(Shared.testClasses).flatten).mkString(File.pathSeparator)
+    nice ++ Seq(java, s"-Xmx$heap") ++ Options ++ Shared.options ++ options ++ Seq("-cp", classpath, "fleetsim.cli.Main") ++ args
+
+  /** The children's class path and archive, made once for the suite: each test JVM takes the same
+    * files under target/child-jvm/, keyed by the classes they hold, and the first to need them makes them.
+    */
+  private object Shared:
+    private val entries = System.getProperty("java.class.path").split(File.pathSeparator).toSeq
+    private val classes = entries.find(_.endsWith(s"target${File.separator}classes")).map(Path.of(_))
+      .getOrElse(sys.error("target/classes is not on the tests' class path"))
+    val testClasses: Option[String] = entries.find(_.endsWith("test-classes"))
+    private val libraries = entries.filterNot(e => e.endsWith("test-classes") || Path.of(e) == classes)
+
+    /** The jar of target/classes and the archive, or the classes as they are, should the archive fail. */
+    private val (jar, archive): (Option[Path], Option[Path]) =
+      val home = classes.resolveSibling("child-jvm")
+      Files.createDirectories(home)
+      Using.resource(FileChannel.open(home.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) { channel =>
+        val lock = channel.lock() // the other test JVM waits while one makes them
+        try
+          val dir = home.resolve(fingerprint(classes))
+          val (jar, archive) = (dir.resolve("fleetsim-classes.jar"), dir.resolve("fleetsim.jsa"))
+          if !Files.exists(jar) then
+            Files.list(home).iterator.asScala.filter(Files.isDirectory(_)).foreach(delete) // an earlier build's
+            Files.createDirectories(dir)
+            writeJar(classes, jar)
+            dump(jar, archive)
+          (Some(jar), Option.when(Files.exists(archive))(archive))
+        finally lock.release()
+      }
+
+    val classpath: Seq[String] = jar.map(_.toString).getOrElse(classes.toString) +: libraries
+    /** A child that cannot map the archive runs without it; JDK 17 says so on standard output, where the tests read. */
+    val options: Seq[String] = archive.toSeq.flatMap(a => Seq(s"-XX:SharedArchiveFile=$a", "-Xlog:cds=off,cds+dynamic=off"))
+
+    /** Dumps the classes a short SSH run of the reference controller loads; no archive if the run fails. */
+    private def dump(jar: Path, archive: Path): Unit =
+      val dir = archive.getParent
+      val partial = dir.resolve("partial.jsa")
+      // Kept for running a child by hand: the archive maps only with this class path, or one it begins.
+      val classpath = Files.writeString(dir.resolve("classpath.txt"), (jar.toString +: libraries).mkString(File.pathSeparator))
+      val run = ProcessBuilder((Seq(java, "-Xmx256m") ++ Options ++ Seq(s"-XX:ArchiveClassesAtExit=$partial",
+          "-cp", Files.readString(classpath), "fleetsim.cli.Main", "run", "--transport", "ssh",
+          "--devices", "50", "--duration", "2s", "--dashboard-port", "0", "--results", dir.resolve("results").toString)).asJava)
+        .directory(dir.toFile).redirectErrorStream(true).redirectOutput(dir.resolve("dump.log").toFile).start()
+      val ended = run.waitFor(120, TimeUnit.SECONDS)
+      if !ended then run.destroyForcibly()
+      if ended && run.exitValue == 0 && Files.exists(partial) then Files.move(partial, archive, StandardCopyOption.ATOMIC_MOVE)
+      else System.err.println(s"ChildJvm: no class-data archive for the child JVMs (see $dir/dump.log); they start without one")
+
+    /** Names the classes' build: each file's path, size and time. */
+    private def fingerprint(classes: Path): String =
+      val digest = MessageDigest.getInstance("SHA-256")
+      Using.resource(Files.walk(classes)) { files =>
+        files.filter(Files.isRegularFile(_)).sorted().forEach { f =>
+          digest.update(s"${classes.relativize(f)} ${Files.size(f)} ${Files.getLastModifiedTime(f).toMillis}\n".getBytes)
+        }
+      }
+      digest.digest().take(8).map("%02x".format(_)).mkString
+
+    private def writeJar(classes: Path, jar: Path): Unit =
+      Using.resources(Files.walk(classes), JarOutputStream(Files.newOutputStream(jar))) { (files, out) =>
+        files.sorted().iterator.asScala.filter(_ != classes).foreach { f =>
+          val name = classes.relativize(f).iterator.asScala.mkString("/") + (if Files.isDirectory(f) then "/" else "")
+          out.putNextEntry(JarEntry(name))
+          if Files.isRegularFile(f) then Files.copy(f, out)
+          out.closeEntry()
+        }
+      }
+
+    private def delete(dir: Path): Unit =
+      Using.resource(Files.walk(dir))(_.sorted(Comparator.reverseOrder()).forEach(Files.delete))

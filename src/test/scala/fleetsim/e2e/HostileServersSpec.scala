@@ -3,7 +3,7 @@ package fleetsim.e2e
 import fleetsim.report.Summary
 import org.scalatest.wordspec.AnyWordSpec
 
-import java.io.{BufferedReader, File, InputStreamReader}
+import java.io.{BufferedReader, InputStreamReader}
 import java.net.URLDecoder
 import java.nio.charset.StandardCharsets.{ISO_8859_1, US_ASCII, UTF_8}
 import java.nio.file.{Files, Path}
@@ -172,8 +172,7 @@ object HostileServersSpec:
         val port = "port (\\d+)".r.findFirstMatchIn(banner).map(_.group(1).toInt)
           .getOrElse(fail(s"hostile_server.py $mode printed '$banner', not its port: ${Try(Files.readString(dir.resolve("server.err")))}"))
         // The main classes and their libraries, as the jar has them: not the tests' logback-test.xml.
-        val classpath = System.getProperty("java.class.path").split(File.pathSeparator).filterNot(_.endsWith("test-classes"))
-        val command = ChildJvm.command("256m", options = jvmOptions, classpath = classpath.mkString(File.pathSeparator), args = Seq("run",
+        val command = ChildJvm.command("256m", options = jvmOptions, testClasses = false, args = Seq("run",
           "--controller", s"http://127.0.0.1:$port", "--device-profile", resource(s"$name.conf").toString,
           "--devices", Devices.toString, "--duration", s"${DurationS}s", "--request-timeout", s"${RequestTimeoutS}s",
           "--dashboard", "off", "--results", results.toString))
