@@ -45,7 +45,7 @@ object ChildJvm:
   private object Shared:
     private val entries = System.getProperty("java.class.path").split(File.pathSeparator).toSeq
     private val classes = entries.find(_.endsWith(s"target${File.separator}classes")).map(Path.of(_))
-      .getOrElse(sys.error("target/classes is not on the tests' class path"))
+      .getOrElse(sys.error(s"target/classes is not on the tests' class path: ${entries.mkString(File.pathSeparator)}"))
     val testClasses: Option[String] = entries.find(_.endsWith("test-classes"))
     private val libraries = entries.filterNot(e => e.endsWith("test-classes") || Path.of(e) == classes)
 

@@ -22,6 +22,10 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
   private val dir = Files.createTempDirectory("fleetsim-scenario-runs")
   private val players = ExecutionContext.fromExecutorService(Executors.newCachedThreadPool())
   private val starts = Executors.newSingleThreadScheduledExecutor()
+  /** The plays start with the suite, not with the spec: ScalaTest's JUnit engine makes two instances
+    * of a spec besides the one it runs, and each would play them all again beside it.
+    */
+  override def beforeAll(): Unit = Seq(soak, partition, rebootWave, powerCut, brokerFailover, rollouts, aborted)
   override def afterAll(): Unit =
     starts.shutdown()
     players.shutdown()
@@ -41,12 +45,12 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
   /** How many of `devices` a share drawn with `seed` hits, as in one process or any cluster. */
   private def drawn(devices: Int, share: Double, seed: Long): Int = (0 until devices).count(Selection.Share(share, seed).contains)
 
-  // The longest first: four at a time, they end together.
+  // The longest first (beforeAll starts them in this order): four at a time, they end together.
   /** soak.conf with its half hour made 30 s: each of its times replaced, each replacement found. In 30 s
     * the flapping link's lost calls (each a 5 s timeout) are a larger share of the calls than in 30
     * minutes, and the machine runs four scenarios at once: the bar on errors and latency is set for that.
     */
-  private val soak = playing {
+  private lazy val soak = playing {
     val shortened = Seq("over = 1m" -> "over = 2s", "hold = 29m" -> "hold = 28s", "at = 5m" -> "at = 4s", "every = 2m" -> "every = 4s",
       "down = 20s" -> "down = 2s", "for = 10m" -> "for = 12s", "at = 17m" -> "at = 17s", "over = 5m" -> "over = 5s", "down = 30s" -> "down = 2s",
       "errors.rate < 1%" -> "errors.rate < 5%", "latency.heartbeat.p99 < 200ms" -> "latency.heartbeat.p50 < 200ms",
@@ -58,17 +62,17 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
     play(Files.writeString(dir.resolve("soak.conf"), shortened))
   }
   /** Against a reference controller in its own process: the summary, and what its /admin/counts said at the end. */
-  private val partition = playing {
+  private lazy val partition = playing {
     ScenarioPlays.withController(dir) { url =>
       val (_, s) = play(shipped("partition.conf"), "--controller", url, "--seed", "3")
       (s, ScenarioPlays.get(s"$url/admin/counts"))
     }
   }
-  private val rebootWave = playing(play(shipped("reboot-wave.conf"), "--seed", "7"))
-  private val powerCut = playing(play(shipped("power-cut.conf"), "--seed", "42"))
-  private val brokerFailover = playing(play(shipped("broker-failover.conf")))
-  private val rollouts = Seq("http", "ssh", "mqtt").map(t => t -> playing(play(shipped("config-rollout.conf"), "--transport", t))).toMap
-  private val aborted = playing(play(Files.writeString(dir.resolve("abort.conf"), """
+  private lazy val rebootWave = playing(play(shipped("reboot-wave.conf"), "--seed", "7"))
+  private lazy val powerCut = playing(play(shipped("power-cut.conf"), "--seed", "42"))
+  private lazy val brokerFailover = playing(play(shipped("broker-failover.conf")))
+  private lazy val rollouts = Seq("http", "ssh", "mqtt").map(t => t -> playing(play(shipped("config-rollout.conf"), "--transport", t))).toMap
+  private lazy val aborted = playing(play(Files.writeString(dir.resolve("abort.conf"), """
     stages = [ { devices = 50, over = 1s }, { hold = 40s } ]
     actions = [ { at = 3s, controller-fault { error-rate = 100%, for = 30s } } ]
     thresholds = [
