@@ -96,8 +96,10 @@ object ChildJvm:
       }
       digest.digest().take(8).map("%02x".format(_)).mkString
 
+    /** Written aside and moved into place: a test JVM killed while writing it leaves no broken jar behind. */
     private def writeJar(classes: Path, jar: Path): Unit =
-      Using.resources(Files.walk(classes), JarOutputStream(Files.newOutputStream(jar))) { (files, out) =>
+      val partial = jar.resolveSibling("partial.jar")
+      Using.resources(Files.walk(classes), JarOutputStream(Files.newOutputStream(partial))) { (files, out) =>
         files.sorted().iterator.asScala.filter(_ != classes).foreach { f =>
           val name = classes.relativize(f).iterator.asScala.mkString("/") + (if Files.isDirectory(f) then "/" else "")
           out.putNextEntry(JarEntry(name))
@@ -105,6 +107,7 @@ object ChildJvm:
           out.closeEntry()
         }
       }
+      Files.move(partial, jar, StandardCopyOption.ATOMIC_MOVE)
 
     private def delete(dir: Path): Unit =
       Using.resource(Files.walk(dir))(_.sorted(Comparator.reverseOrder()).forEach(Files.delete))
