@@ -4,7 +4,6 @@ import java.io.File
 import java.nio.channels.FileChannel
 import java.nio.file.{Files, Path, StandardCopyOption, StandardOpenOption}
 import java.security.MessageDigest
-import java.util.Comparator
 import java.util.concurrent.TimeUnit
 import java.util.jar.{JarEntry, JarOutputStream}
 import scala.jdk.CollectionConverters.*
@@ -36,7 +35,7 @@ object ChildJvm:
   def command(heap: String, args: Seq[String], options: Seq[String] = Nil, testClasses: Boolean = true,
       niceness: Int = 0): Seq[String] =
     val nice = if niceness > 0 then Seq("nice", "-n", niceness.toString) else Nil
-    val classpath = (Shared.classpath ++ Option.when(testClasses)(Shared.testClasses).flatten).mkString(File.pathSeparator)
+    val classpath = (Shared.classpath ++ Shared.testClasses.filter(_ => testClasses)).mkString(File.pathSeparator)
     nice ++ Seq(java, s"-Xmx$heap") ++ Options ++ Shared.options ++ options ++ Seq("-cp", classpath, "fleetsim.cli.Main") ++ args
 
   /** The children's class path and archive, made once for the suite: each test JVM takes the same
@@ -49,8 +48,8 @@ object ChildJvm:
     val testClasses: Option[String] = entries.find(_.endsWith("test-classes"))
     private val libraries = entries.filterNot(e => e.endsWith("test-classes") || Path.of(e) == classes)
 
-    /** The jar of target/classes and the archive, or the classes as they are, should the archive fail. */
-    private val (jar, archive): (Option[Path], Option[Path]) =
+    /** The jar of target/classes, and the archive unless its dump failed. */
+    private val (jar, archive): (Path, Option[Path]) =
       val home = classes.resolveSibling("child-jvm")
       Files.createDirectories(home)
       Using.resource(FileChannel.open(home.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) { channel =>
@@ -59,26 +58,29 @@ object ChildJvm:
           val dir = home.resolve(fingerprint(classes))
           val (jar, archive) = (dir.resolve("fleetsim-classes.jar"), dir.resolve("fleetsim.jsa"))
           if !Files.exists(jar) then
-            Files.list(home).iterator.asScala.filter(Files.isDirectory(_)).foreach(delete) // an earlier build's
+            Files.list(home).iterator.asScala.filter(Files.isDirectory(_)).foreach(deleteTree) // an earlier build's
             Files.createDirectories(dir)
             writeJar(classes, jar)
             dump(jar, archive)
-          (Some(jar), Option.when(Files.exists(archive))(archive))
+          (jar, Option.when(Files.exists(archive))(archive))
         finally lock.release()
       }
 
-    val classpath: Seq[String] = jar.map(_.toString).getOrElse(classes.toString) +: libraries
+    val classpath: Seq[String] = classpathWith(jar)
     /** A child that cannot map the archive runs without it; JDK 17 says so on standard output, where the tests read. */
     val options: Seq[String] = archive.toSeq.flatMap(a => Seq(s"-XX:SharedArchiveFile=$a", "-Xlog:cds=off,cds+dynamic=off"))
+
+    /** The archive maps only with the class path it was dumped with, or one that begins with it. */
+    private def classpathWith(jar: Path): Seq[String] = jar.toString +: libraries
 
     /** Dumps the classes a short SSH run of the reference controller loads; no archive if the run fails. */
     private def dump(jar: Path, archive: Path): Unit =
       val dir = archive.getParent
       val partial = dir.resolve("partial.jsa")
-      // Kept for running a child by hand: the archive maps only with this class path, or one it begins.
-      val classpath = Files.writeString(dir.resolve("classpath.txt"), (jar.toString +: libraries).mkString(File.pathSeparator))
+      val classpath = classpathWith(jar).mkString(File.pathSeparator)
+      Files.writeString(dir.resolve("classpath.txt"), classpath) // for running a child by hand
       val run = ProcessBuilder((Seq(java, "-Xmx256m") ++ Options ++ Seq(s"-XX:ArchiveClassesAtExit=$partial",
-          "-cp", Files.readString(classpath), "fleetsim.cli.Main", "run", "--transport", "ssh",
+          "-cp", classpath, "fleetsim.cli.Main", "run", "--transport", "ssh",
           "--devices", "50", "--duration", "2s", "--dashboard-port", "0", "--results", dir.resolve("results").toString)).asJava)
         .directory(dir.toFile).redirectErrorStream(true).redirectOutput(dir.resolve("dump.log").toFile).start()
       val ended = run.waitFor(120, TimeUnit.SECONDS)
@@ -108,6 +110,3 @@ object ChildJvm:
         }
       }
       Files.move(partial, jar, StandardCopyOption.ATOMIC_MOVE)
-
-    private def delete(dir: Path): Unit =
-      Using.resource(Files.walk(dir))(_.sorted(Comparator.reverseOrder()).forEach(Files.delete))

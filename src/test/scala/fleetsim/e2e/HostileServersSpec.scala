@@ -162,7 +162,7 @@ object HostileServersSpec:
     private val results = dir.resolve("results")
 
     private val (port, code, seconds, stdout, stderr) =
-      if Files.exists(dir) then Files.walk(dir).sorted(java.util.Comparator.reverseOrder()).forEach(Files.delete)
+      if Files.exists(dir) then deleteTree(dir)
       Files.createDirectories(dir)
       val python = Programs.require("Python 3", "/usr/bin/python3", "python3")
       val server = ProcessBuilder(python.toString, resource("hostile_server.py").toString, mode, "--record", received.toString,

@@ -11,6 +11,10 @@ def freePort(): Int =
   val socket = java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress)
   try socket.getLocalPort finally socket.close()
 
+/** Deletes `dir` and all under it. */
+def deleteTree(dir: java.nio.file.Path): Unit =
+  scala.util.Using.resource(java.nio.file.Files.walk(dir))(_.sorted(java.util.Comparator.reverseOrder()).forEach(java.nio.file.Files.delete))
+
 /** An actor system for one test, terminated whatever the test does. */
 def withSystem(config: Config)(test: ActorSystem[SpawnProtocol.Command] ?=> Unit): Unit =
   val system = ActorSystem(SpawnProtocol(), "e2e", config)
