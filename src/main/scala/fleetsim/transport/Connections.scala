@@ -92,10 +92,13 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
 
-  /** A new connection's bytes. Its connection closes it when idle ([[Deadlines]]): a timeout on the
-    * socket would count a call waiting for its reply as idle.
+  /** A new connection for `device`, read by `receiver`, with up to `depth` calls pipelined on it. Its
+    * connection closes it when idle ([[Deadlines]]): a timeout on the socket would count a call
+    * waiting for its reply as idle.
     */
-  def bytes(device: Int): Flow[ByteString, ByteString, ?] =
+  def open(device: Int, depth: Int, receiver: Wire.Receiver): Wire = Wire.over(bytes(device), depth, receiver)
+
+  private def bytes(device: Int): Flow[ByteString, ByteString, ?] =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
     val socket = sockets.connect(address, local, settings.connectTimeout)
     tls match

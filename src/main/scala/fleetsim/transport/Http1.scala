@@ -1,11 +1,8 @@
 package fleetsim.transport
 
-import org.apache.pekko.stream.stage.{GraphStage, GraphStageLogic, InHandler, OutHandler}
-import org.apache.pekko.stream.{Attributes, FlowShape, Inlet, Outlet}
 import org.apache.pekko.util.ByteString
 
 import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
-import scala.collection.mutable.ArrayBuffer
 import scala.concurrent.Future
 
 /** HTTP/1.1 as a device speaks it: requests rendered straight to bytes, responses read straight
@@ -120,229 +117,219 @@ object Http1:
   /** Longest chunk-size line read: sixteen hex digits and room for extensions. */
   private val ChunkLine = 1024
 
-  /** Reads a stream of pipelined responses into replies, in order. Bodies are delimited by
-    * Content-Length, chunked transfer coding, or the end of the connection. After the last response
-    * a connection carries — one that says `Connection: close`, an HTTP/1.0 one without keep-alive,
-    * or the first with `oneResponse` — the stage completes: the server reads nothing behind it.
-    * A reply that breaks the framing fails the stage with [[MalformedResponse]], one past `limits`
-    * with [[TooLarge]], as soon as the bytes read show it.
+  /** Reads a connection's pipelined responses into replies, in order, as its bytes come. Bodies are
+    * delimited by Content-Length, chunked transfer coding, or the end of the connection. After the
+    * last response a connection carries — one that says `Connection: close`, an HTTP/1.0 one without
+    * keep-alive, or the first with `oneResponse` — it is [[finished]] and reads nothing more: the
+    * server reads nothing behind it. A reply that breaks the framing throws [[MalformedResponse]],
+    * one past `limits` [[TooLarge]], as soon as the bytes read show it.
     *
-    * @param closing called once the last response is read, before its reply is emitted, so the
+    * One connection's: its reads come one after another, never two at once.
+    *
+    * @param closing called once the last response is read, before its reply is handed on, so the
     *                connection is known to be closing before anyone acts on that reply
     * @param written how many requests the connection has written: bytes that follow the reply to
     *                the last of them answer no request (a Content-Length that lied), and RFC 9112
     *                §6.3 forbids reading them as a response, so they end the connection
     */
-  final class ResponseParser(limits: ReplyLimits = ReplyLimits.Default, oneResponse: Boolean = false, closing: () => Unit = () => (),
-      written: () => Long = () => Long.MaxValue)
-      extends GraphStage[FlowShape[ByteString, Reply]]:
-    val in: Inlet[ByteString] = Inlet("Http1.ResponseParser.in")
-    val out: Outlet[Reply] = Outlet("Http1.ResponseParser.out")
-    val shape: FlowShape[ByteString, Reply] = FlowShape(in, out)
+  final class ResponseReader(limits: ReplyLimits = ReplyLimits.Default, oneResponse: Boolean = false, closing: () => Unit = () => (),
+      written: () => Long = () => Long.MaxValue):
+    import Part.*
+    private var reading = Head
+    private var buffer = ByteString.empty
+    private var status = 0
+    private var head = ByteString.empty // a view of the bytes read, not a copy
+    private var remaining = 0L // bytes of the body (FixedBody) or of the chunk and its CRLF (ChunkData)
+    private var body = ByteString.empty
+    private var trailerLines = 0
+    private var parsed = 0L // final responses read
+    private var closeAfter = false
+    private var done = false // the last response the connection carries is read
 
-    def createLogic(attributes: Attributes): GraphStageLogic = new GraphStageLogic(shape) with InHandler with OutHandler:
-      import Part.*
-      private var reading = Head
-      private var buffer = ByteString.empty
-      private var status = 0
-      private var head = ByteString.empty // a view of the bytes read, not a copy
-      private var remaining = 0L // bytes of the body (FixedBody) or of the chunk and its CRLF (ChunkData)
-      private var body = ByteString.empty
-      private var trailerLines = 0
-      private var parsed = 0L // final responses read
-      private var closeAfter = false
-      private var done = false // the last response the connection carries is read
+    /** The last response the connection carries is read: what follows it is not read. */
+    def finished: Boolean = done
 
-      setHandlers(in, out, this)
-
-      def onPush(): Unit =
-        val chunk = grab(in)
+    /** Reads `chunk`, handing each reply it completes to `reply`, in order. A mistake throws once the
+      * replies before it are handed on.
+      */
+    def read(chunk: ByteString, reply: Reply => Unit): Unit =
+      if !done then
         // One array, so that reading a byte at an index is quick: a response left over from the last read is small.
         buffer = if buffer.isEmpty then chunk else (buffer ++ chunk).compact
-        val replies = ArrayBuffer.empty[Reply]
-        // The server's mistakes end the stage as failures, not as exceptions thrown from a handler, which Pekko would log with a trace.
-        val broken =
-          try
-            while !done && step(replies) do ()
-            None
-          catch case e @ (_: MalformedResponse | _: TooLarge) => Some(e)
-        broken match
-          case Some(e) => if replies.isEmpty then failStage(e) else emitMultiple(out, replies.iterator, () => failStage(e))
-          case None =>
-            if replies.isEmpty then (if done then completeStage() else pull(in))
-            else emitMultiple(out, replies.iterator, () => if done then completeStage())
+        while !done && step(reply) do ()
 
-      def onPull(): Unit = if !hasBeenPulled(in) && !done then pull(in)
+    /** The server closed the connection: a body read until the close is a reply now; a response
+      * broken off throws [[MalformedResponse]].
+      */
+    def end(reply: Reply => Unit): Unit =
+      if reading == UntilClose && !done then
+        val last = Reply.Response(status, (body ++ buffer).toArrayUnsafe(), head)
+        done = true
+        closing()
+        reply(last)
+      else if midResponse then malformed("the connection closed in the middle of a response")
 
-      override def onUpstreamFinish(): Unit =
-        if reading == UntilClose then
-          val reply = Reply.Response(status, (body ++ buffer).toArrayUnsafe(), head)
-          done = true
-          closing()
-          emit(out, reply, () => completeStage())
-        else if midResponse then failStage(MalformedResponse("the connection closed in the middle of a response"))
-        else completeStage()
+    /** What a connection that broke means: a reply broken off, when it broke in the middle of one. */
+    def broke(e: Throwable): Throwable =
+      if midResponse then MalformedResponse(s"the connection broke in the middle of a response (${e.getMessage})") else e
 
-      override def onUpstreamFailure(e: Throwable): Unit =
-        if midResponse then failStage(MalformedResponse(s"the connection broke in the middle of a response (${e.getMessage})"))
-        else failStage(e)
+    /** Some of a response is read, not all. */
+    private def midResponse: Boolean = !done && (reading != Head || buffer.nonEmpty)
 
-      /** Some of a response is read, not all. */
-      private def midResponse: Boolean = !done && (reading != Head || buffer.nonEmpty)
-
-      /** Consumes what it can of the buffer; false when it needs more bytes. */
-      private def step(replies: ArrayBuffer[Reply]): Boolean = reading match
-        case Head =>
-          if buffer.nonEmpty && parsed >= written() then malformed("bytes after the reply to the last call, which answer no call (a Content-Length that lied?)")
-          val end = headEnd()
-          if end < 0 then
-            unfinishedHead()
-            false
-          else
-            readHead(end)
-            head = buffer.take(end)
-            buffer = buffer.drop(end + 4)
-            true
-        case FixedBody =>
-          buffer.length >= remaining && {
-            body = buffer.take(remaining.toInt)
-            buffer = buffer.drop(remaining.toInt)
-            complete(replies)
-            true
-          }
-        case ChunkSize =>
-          val eol = buffer.indexOf('\n'.toByte)
-          if eol < 0 then
-            if buffer.length > ChunkLine then malformed(s"a chunk-size line of over $ChunkLine bytes")
-            false
-          else
-            val size = buffer.take(eol).decodeString(US_ASCII).takeWhile(c => c != ';' && c != '\r').trim
-            buffer = buffer.drop(eol + 1)
-            if size.isEmpty || size.length > 15 || !size.forall(Character.digit(_, 16) >= 0) then malformed(s"chunk size '${size.take(20)}'")
-            remaining = java.lang.Long.parseLong(size, 16)
-            if body.length + remaining > limits.body then tooLarge(s"a chunked body of over ${limits.body} bytes")
-            if remaining == 0 then
-              trailerLines = 0
-              reading = Trailers
-            else
-              remaining += 2
-              reading = ChunkData
-            true
-        case ChunkData =>
-          buffer.length >= remaining && {
-            val data = remaining.toInt - 2
-            if buffer(data) != '\r' || buffer(data + 1) != '\n' then malformed("a chunk longer than its size says")
-            body = body ++ buffer.take(data)
-            buffer = buffer.drop(remaining.toInt)
-            reading = ChunkSize
-            true
-          }
-        case Trailers =>
-          val eol = buffer.indexOf('\n'.toByte)
-          if eol < 0 then
-            if buffer.length > limits.head then tooLarge(s"a trailer line of over ${limits.head} bytes")
-            false
-          else
-            val blank = eol <= 1
-            buffer = buffer.drop(eol + 1)
-            trailerLines += 1
-            if trailerLines > limits.headers then tooLarge(s"over ${limits.headers} trailer lines")
-            if blank then complete(replies)
-            true
-        case UntilClose =>
-          body = body ++ buffer
-          buffer = ByteString.empty
-          if body.length > limits.body then tooLarge(s"a body of over ${limits.body} bytes")
+    /** Consumes what it can of the buffer; false when it needs more bytes. */
+    private def step(reply: Reply => Unit): Boolean = reading match
+      case Head =>
+        if buffer.nonEmpty && parsed >= written() then malformed("bytes after the reply to the last call, which answer no call (a Content-Length that lied?)")
+        val end = headEnd()
+        if end < 0 then
+          unfinishedHead()
           false
-
-      /** Index of the CRLF CRLF that ends the head, or -1. */
-      private def headEnd(): Int =
-        var i = buffer.indexOf('\n'.toByte)
-        while i >= 0 && !(i >= 3 && buffer(i - 1) == '\r' && buffer(i - 2) == '\n' && buffer(i - 3) == '\r') do
-          i = buffer.indexOf('\n'.toByte, i + 1)
-        if i < 0 then -1 else i - 3
-
-      /** A head not ended yet: bytes that cannot start a response, or more than the limits allow, fail now. */
-      private def unfinishedHead(): Unit =
-        val prefix = buffer.length.min(7)
-        if !matches(0, "http/1.".take(prefix)) then malformed(s"status line '${text(0, lineEnd(0, buffer.length).min(40))}'")
+        else
+          readHead(end)
+          head = buffer.take(end)
+          buffer = buffer.drop(end + 4)
+          true
+      case FixedBody =>
+        buffer.length >= remaining && {
+          body = buffer.take(remaining.toInt)
+          buffer = buffer.drop(remaining.toInt)
+          complete(reply)
+          true
+        }
+      case ChunkSize =>
         val eol = buffer.indexOf('\n'.toByte)
-        if (if eol < 0 then buffer.length else eol) > limits.statusLine then tooLarge(s"a status line of over ${limits.statusLine} bytes")
-        if buffer.length > limits.head then tooLarge(s"a status line and headers of over ${limits.head} bytes")
+        if eol < 0 then
+          if buffer.length > ChunkLine then malformed(s"a chunk-size line of over $ChunkLine bytes")
+          false
+        else
+          val size = buffer.take(eol).decodeString(US_ASCII).takeWhile(c => c != ';' && c != '\r').trim
+          buffer = buffer.drop(eol + 1)
+          if size.isEmpty || size.length > 15 || !size.forall(Character.digit(_, 16) >= 0) then malformed(s"chunk size '${size.take(20)}'")
+          remaining = java.lang.Long.parseLong(size, 16)
+          if body.length + remaining > limits.body then tooLarge(s"a chunked body of over ${limits.body} bytes")
+          if remaining == 0 then
+            trailerLines = 0
+            reading = Trailers
+          else
+            remaining += 2
+            reading = ChunkData
+          true
+      case ChunkData =>
+        buffer.length >= remaining && {
+          val data = remaining.toInt - 2
+          if buffer(data) != '\r' || buffer(data + 1) != '\n' then malformed("a chunk longer than its size says")
+          body = body ++ buffer.take(data)
+          buffer = buffer.drop(remaining.toInt)
+          reading = ChunkSize
+          true
+        }
+      case Trailers =>
+        val eol = buffer.indexOf('\n'.toByte)
+        if eol < 0 then
+          if buffer.length > limits.head then tooLarge(s"a trailer line of over ${limits.head} bytes")
+          false
+        else
+          val blank = eol <= 1
+          buffer = buffer.drop(eol + 1)
+          trailerLines += 1
+          if trailerLines > limits.headers then tooLarge(s"over ${limits.headers} trailer lines")
+          if blank then complete(reply)
+          true
+      case UntilClose =>
+        body = body ++ buffer
+        buffer = ByteString.empty
+        if body.length > limits.body then tooLarge(s"a body of over ${limits.body} bytes")
+        false
 
-      /** Reads the head in `buffer(0 until end)` on the bytes: a million devices' responses are
-        * too many to decode, split and lower-case, and only three headers matter.
-        */
-      private def readHead(end: Int): Unit =
-        val statusEnd = lineEnd(0, end)
-        if statusEnd > limits.statusLine then tooLarge(s"a status line of over ${limits.statusLine} bytes")
-        if end > limits.head then tooLarge(s"a status line and headers of over ${limits.head} bytes")
-        // HTTP/1.x SP 3DIGIT [SP reason]: RFC 9112 §4.
-        if statusEnd < 12 || !matches(0, "http/1.") || (buffer(7) != '0' && buffer(7) != '1') || buffer(8) != ' ' ||
-          !(isDigit(buffer(9)) && isDigit(buffer(10)) && isDigit(buffer(11))) || (statusEnd > 12 && buffer(12) != ' ')
-        then malformed(s"status line '${text(0, statusEnd.min(40))}'")
-        status = (buffer(9) - '0') * 100 + (buffer(10) - '0') * 10 + (buffer(11) - '0')
-        if status < 100 || status > 599 then malformed(s"status $status")
-        if status == 101 then malformed("101 Switching Protocols, which no call asks for")
-        closeAfter = buffer(7) == '0' // HTTP/1.0: closes unless it says keep-alive
-        var length = -1L
-        var chunked = false
-        var lines = 0
-        var line = statusEnd + 2
-        while line < end do
-          val eol = lineEnd(line, end)
-          lines += 1
-          if lines > limits.headers then tooLarge(s"over ${limits.headers} header lines")
-          val colon = buffer.indexOf(':'.toByte, line)
-          if colon > line && colon < eol then
-            val name = colon - line
-            def value = text(colon + 1, eol).trim
-            if name == 14 && matches(line, "content-length") then
-              val v = value
-              if v.isEmpty || v.length > 18 || !v.forall(isDigit(_)) then malformed(s"Content-Length '${v.take(20)}'")
-              if length >= 0 && length != v.toLong then malformed("two different Content-Lengths")
-              length = v.toLong
-            else if name == 17 && matches(line, "transfer-encoding") then chunked = value.toLowerCase.endsWith("chunked")
-            else if name == 10 && matches(line, "connection") then
-              closeAfter = value.equalsIgnoreCase("close") || (closeAfter && !value.equalsIgnoreCase("keep-alive"))
-          else if buffer(line) != ' ' && buffer(line) != '\t' then // not a folded line (RFC 9112 §5.2): not a header
-            malformed(s"header line '${text(line, eol.min(line + 40))}'")
-          line = eol + 2
-        body = ByteString.empty
-        if status / 100 == 1 then reading = Head // an interim response, 100 Continue: the real one follows
-        else if status == 204 || status == 304 then { remaining = 0; reading = FixedBody }
-        else if chunked then reading = ChunkSize
-        else if length >= 0 then
-          if length > limits.body then tooLarge(s"a body of $length bytes, over ${limits.body}")
-          remaining = length
-          reading = FixedBody
-        else reading = UntilClose
+    /** Index of the CRLF CRLF that ends the head, or -1. */
+    private def headEnd(): Int =
+      var i = buffer.indexOf('\n'.toByte)
+      while i >= 0 && !(i >= 3 && buffer(i - 1) == '\r' && buffer(i - 2) == '\n' && buffer(i - 3) == '\r') do
+        i = buffer.indexOf('\n'.toByte, i + 1)
+      if i < 0 then -1 else i - 3
 
-      /** Whether the buffer holds `lower` at `at`, ignoring the case of letters. */
-      private def matches(at: Int, lower: String): Boolean =
-        var i = 0
-        while i < lower.length && (buffer(at + i) | 0x20) == lower.charAt(i) do i += 1
-        i == lower.length
+    /** A head not ended yet: bytes that cannot start a response, or more than the limits allow, fail now. */
+    private def unfinishedHead(): Unit =
+      val prefix = buffer.length.min(7)
+      if !matches(0, "http/1.".take(prefix)) then malformed(s"status line '${text(0, lineEnd(0, buffer.length).min(40))}'")
+      val eol = buffer.indexOf('\n'.toByte)
+      if (if eol < 0 then buffer.length else eol) > limits.statusLine then tooLarge(s"a status line of over ${limits.statusLine} bytes")
+      if buffer.length > limits.head then tooLarge(s"a status line and headers of over ${limits.head} bytes")
 
-      private def isDigit(c: Char): Boolean = c >= '0' && c <= '9'
-      private def isDigit(b: Byte): Boolean = b >= '0' && b <= '9'
+    /** Reads the head in `buffer(0 until end)` on the bytes: a million devices' responses are
+      * too many to decode, split and lower-case, and only three headers matter.
+      */
+    private def readHead(end: Int): Unit =
+      val statusEnd = lineEnd(0, end)
+      if statusEnd > limits.statusLine then tooLarge(s"a status line of over ${limits.statusLine} bytes")
+      if end > limits.head then tooLarge(s"a status line and headers of over ${limits.head} bytes")
+      // HTTP/1.x SP 3DIGIT [SP reason]: RFC 9112 §4.
+      if statusEnd < 12 || !matches(0, "http/1.") || (buffer(7) != '0' && buffer(7) != '1') || buffer(8) != ' ' ||
+        !(isDigit(buffer(9)) && isDigit(buffer(10)) && isDigit(buffer(11))) || (statusEnd > 12 && buffer(12) != ' ')
+      then malformed(s"status line '${text(0, statusEnd.min(40))}'")
+      status = (buffer(9) - '0') * 100 + (buffer(10) - '0') * 10 + (buffer(11) - '0')
+      if status < 100 || status > 599 then malformed(s"status $status")
+      if status == 101 then malformed("101 Switching Protocols, which no call asks for")
+      closeAfter = buffer(7) == '0' // HTTP/1.0: closes unless it says keep-alive
+      var length = -1L
+      var chunked = false
+      var lines = 0
+      var line = statusEnd + 2
+      while line < end do
+        val eol = lineEnd(line, end)
+        lines += 1
+        if lines > limits.headers then tooLarge(s"over ${limits.headers} header lines")
+        val colon = buffer.indexOf(':'.toByte, line)
+        if colon > line && colon < eol then
+          val name = colon - line
+          def value = text(colon + 1, eol).trim
+          if name == 14 && matches(line, "content-length") then
+            val v = value
+            if v.isEmpty || v.length > 18 || !v.forall(isDigit(_)) then malformed(s"Content-Length '${v.take(20)}'")
+            if length >= 0 && length != v.toLong then malformed("two different Content-Lengths")
+            length = v.toLong
+          else if name == 17 && matches(line, "transfer-encoding") then chunked = value.toLowerCase.endsWith("chunked")
+          else if name == 10 && matches(line, "connection") then
+            closeAfter = value.equalsIgnoreCase("close") || (closeAfter && !value.equalsIgnoreCase("keep-alive"))
+        else if buffer(line) != ' ' && buffer(line) != '\t' then // not a folded line (RFC 9112 §5.2): not a header
+          malformed(s"header line '${text(line, eol.min(line + 40))}'")
+        line = eol + 2
+      body = ByteString.empty
+      if status / 100 == 1 then reading = Head // an interim response, 100 Continue: the real one follows
+      else if status == 204 || status == 304 then { remaining = 0; reading = FixedBody }
+      else if chunked then reading = ChunkSize
+      else if length >= 0 then
+        if length > limits.body then tooLarge(s"a body of $length bytes, over ${limits.body}")
+        remaining = length
+        reading = FixedBody
+      else reading = UntilClose
 
-      /** Where the line from `from` ends: its CR, or `end`. */
-      private def lineEnd(from: Int, end: Int): Int =
-        val cr = buffer.indexOf('\r'.toByte, from)
-        if cr < 0 || cr > end then end else cr
+    /** Whether the buffer holds `lower` at `at`, ignoring the case of letters. */
+    private def matches(at: Int, lower: String): Boolean =
+      var i = 0
+      while i < lower.length && (buffer(at + i) | 0x20) == lower.charAt(i) do i += 1
+      i == lower.length
 
-      private def text(from: Int, until: Int): String =
-        buffer.slice(from, until).decodeString(US_ASCII).map(c => if c < ' ' || c > '~' then '?' else c)
+    private def isDigit(c: Char): Boolean = c >= '0' && c <= '9'
+    private def isDigit(b: Byte): Boolean = b >= '0' && b <= '9'
 
-      private def complete(replies: ArrayBuffer[Reply]): Unit =
-        replies += Reply.Response(status, body.toArrayUnsafe(), head)
-        parsed += 1
-        body = ByteString.empty
-        reading = Head
-        if closeAfter || oneResponse then
-          done = true
-          closing()
+    /** Where the line from `from` ends: its CR, or `end`. */
+    private def lineEnd(from: Int, end: Int): Int =
+      val cr = buffer.indexOf('\r'.toByte, from)
+      if cr < 0 || cr > end then end else cr
 
-      private def malformed(what: String): Nothing = throw MalformedResponse(what)
-      private def tooLarge(what: String): Nothing = throw TooLarge(what)
+    private def text(from: Int, until: Int): String =
+      buffer.slice(from, until).decodeString(US_ASCII).map(c => if c < ' ' || c > '~' then '?' else c)
+
+    private def complete(reply: Reply => Unit): Unit =
+      val response = Reply.Response(status, body.toArrayUnsafe(), head)
+      parsed += 1
+      body = ByteString.empty
+      reading = Head
+      if closeAfter || oneResponse then
+        done = true
+        closing()
+      reply(response)
+
+    private def malformed(what: String): Nothing = throw MalformedResponse(what)
+    private def tooLarge(what: String): Nothing = throw TooLarge(what)

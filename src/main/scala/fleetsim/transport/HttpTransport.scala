@@ -143,7 +143,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val current = shared.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = PipelinedConnection(dialer.bytes(slot), settings.pipelining, deadlines, settings.limits, idles = true,
+      val fresh = PipelinedConnection(dialer.open(slot, _, _), settings.pipelining, deadlines, settings.limits, idles = true,
         resend = call => if !ownConnection(call) then call.reply.trySuccess(PipelinedConnection.Overloaded),
         closedAfterOne = () => closesEach = true, trusted = () => !closesEach)
       if shared.compareAndSet(slot, current, fresh) then fresh
@@ -169,7 +169,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
 
   /** A new connection for `device` (a shared slot's number, for shared ones); what it leaves unanswered is placed again. */
   private def connection(device: Int, oneCall: Boolean = false): PipelinedConnection =
-    PipelinedConnection(dialer.bytes(device), if oneCall then 1 else settings.pipelining, deadlines, settings.limits, oneCall, idles = !oneCall,
+    PipelinedConnection(dialer.open(device, _, _), if oneCall then 1 else settings.pipelining, deadlines, settings.limits, oneCall, idles = !oneCall,
       resend = place(device, _))
 
   def close(): Future[Done] =

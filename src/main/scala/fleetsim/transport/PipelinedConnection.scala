@@ -2,18 +2,16 @@ package fleetsim.transport
 
 import org.apache.pekko.actor.Cancellable
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.scaladsl.{BidiFlow, Flow, Keep, Sink, Source}
-import org.apache.pekko.stream.{KillSwitches, QueueOfferResult}
 import org.apache.pekko.util.ByteString
 import org.apache.pekko.Done
 
 import java.util.concurrent.{ConcurrentHashMap, TimeoutException}
 import scala.concurrent.duration.*
-import scala.concurrent.{ExecutionContext, Future, Promise}
+import scala.concurrent.{Future, Promise}
 import scala.jdk.CollectionConverters.*
 import scala.util.{Failure, Success, Try}
 
-/** One HTTP/1.1 connection over any byte stream (a TCP socket, an SSH channel) with up to `depth`
+/** One HTTP/1.1 connection over any [[Wire]] (a TCP socket, a TLS connection, an SSH channel) with up to `depth`
   * calls pipelined on it. Responses come back in request order, so each goes to the oldest waiting
   * call. A call unanswered at its deadline fails TimedOut but keeps its place, as its response
   * will still come on this connection.
@@ -32,9 +30,10 @@ import scala.util.{Failure, Success, Try}
   * resets a connection it closes with more unread, and the reply it sent is lost with it. A
   * connection whose first reply is its last tells `closedAfterOne`.
   *
+  * @param dial opens the connection's wire, given `depth` and what reads it
   * @param idles closed after the transport's keep-alive time with no call in flight ([[Deadlines]])
   */
-final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: Int, deadlines: Deadlines,
+final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, deadlines: Deadlines,
     limits: ReplyLimits = ReplyLimits.Default, oneCall: Boolean = false, idles: Boolean = false,
     resend: PipelinedConnection.Call => Unit, closedAfterOne: () => Unit = () => (),
     trusted: () => Boolean = () => true)(
@@ -47,23 +46,20 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
   private var answered = 0 // guarded by this: responses read
   private var lastResponseRead = false // guarded by this: the server reads nothing behind it
   private var lastActive = System.nanoTime() // guarded by this
-  @volatile private var written = 0L // requests handed to the stream; only offer writes it
+  @volatile private var written = 0L // requests handed to the wire; only offer writes it
   private var failure: Option[FailureReason] = None // guarded by this: why it ended, when it ended failing
-  private val ended = Promise[Done]() // once closed() has said why, and placed or failed what was left
+  private var over = false // guarded by this: closed() has begun
+  private val finish = Promise[Done]() // once closed() has said why, and placed or failed what was left
+  // The wire's reads, one after another: only the receiver touches it.
+  private val reader = Http1.ResponseReader(limits, oneCall, () => lastResponse(), () => written)
 
-  private val ((requests, switch), done) = Source
-    .queue[ByteString](depth)
-    .batch(depth, identity)(_ ++ _) // what queues during a write leaves in the next one
-    // Both ways: shut, it ends writing and stops reading, so the socket closes whoever spoke last (TLS included).
-    .viaMat(BidiFlow.fromGraph(KillSwitches.singleBidi[ByteString, ByteString]).joinMat(bytes)(Keep.left))(Keep.both)
-    .via(Http1.ResponseParser(limits, oneCall, () => lastResponse(), () => written))
-    .toMat(Sink.foreach(answer))(Keep.both)
-    .run()
   if idles then deadlines.opened(this) // before closed() can run: a connection that ended at once must not stay listed
-  done.onComplete(closed)(using ExecutionContext.parasitic)
+  // Set under the lock, and read only after taking it: a receiver that acts on the wire before dial() has returned waits for it.
+  private var wire: Wire = null
+  synchronized { wire = dial(depth, Receiver) }
 
   /** Completes when the connection has closed, for any reason, and [[failedAs]] says which. */
-  def finished: Future[Done] = ended.future
+  def finished: Future[Done] = finish.future
 
   def isOpen: Boolean = synchronized(!closing)
 
@@ -79,16 +75,15 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     synchronized {
       !closing && calls.size < (if answered == 0 && !trusted() then 1 else room) && {
         written += 1 // before its bytes can reach the server, so its reply is never taken for stray bytes
-        requests.offer(call.bytes) match
-          case QueueOfferResult.Enqueued =>
-            calls.add(call)
-            lastActive = System.nanoTime()
-            if calls.size == 1 then deadlines.watch(this)
-            true
-          case _ => // the stream has ended: closed() is about to say why
-            written -= 1
-            closing = true
-            false
+        if wire.write(call.bytes) then
+          calls.add(call)
+          lastActive = System.nanoTime()
+          if calls.size == 1 then deadlines.watch(this)
+          true
+        else // the wire has ended: its receiver is about to say why
+          written -= 1
+          closing = true
+          false
       }
     }
 
@@ -97,7 +92,7 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     */
   def close(): Unit =
     synchronized { closing = true }
-    switch.shutdown()
+    wire.close()
 
   /** Fails the calls past their deadline; their replies, should they come, are dropped. A call
     * unanswered a whole timeout past its deadline means the server is stuck, and ends the connection.
@@ -115,7 +110,7 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
           closing = true
         stuck
     }
-    if stuck then switch.abort(TimeoutException("server stuck: a call unanswered a timeout past its deadline"))
+    if stuck then wire.abort(TimeoutException("server stuck: a call unanswered a timeout past its deadline"))
 
   /** Closes the connection when it has carried no call for `keepAlive`: a connection with a call in
     * flight is not idle, however long its server takes.
@@ -124,15 +119,36 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     val idle = synchronized {
       !closing && calls.isEmpty && now - lastActive > keepAlive && { closing = true; true }
     }
-    if idle then switch.shutdown()
+    if idle then wire.close()
 
-  /** The parser read the last response the server sends here: write nothing more. */
+  /** The reader read the last response the server sends here: write nothing more. */
   private def lastResponse(): Unit =
     synchronized {
       closing = true
       lastResponseRead = true
     }
-    switch.shutdown()
+    wire.close()
+
+  /** The wire's reads: replies answer the oldest calls; a reply that breaks the rules ends the connection. */
+  private object Receiver extends Wire.Receiver:
+    private var broken = false // a reply broke the rules: what follows it is not read
+
+    def received(bytes: ByteString): Unit =
+      if !broken then
+        try reader.read(bytes, answer)
+        catch case e @ (_: Http1.MalformedResponse | _: Http1.TooLarge) =>
+          broken = true
+          closed(Failure(e))
+          wire.abort(e)
+
+    def ended(failure: Option[Throwable]): Unit =
+      closed(failure match
+        case Some(e) => Failure(reader.broke(e))
+        case None =>
+          try
+            reader.end(answer)
+            Success(Done)
+          catch case e: Http1.MalformedResponse => Failure(e))
 
   private def answer(reply: Reply): Unit =
     val (call, onlyOne) = synchronized {
@@ -145,39 +161,48 @@ final class PipelinedConnection(bytes: Flow[ByteString, ByteString, ?], depth: I
     if onlyOne then closedAfterOne()
     if call != null then call.reply.trySuccess(reply)
 
+  /** The connection has ended (the first time it is said: a broken reply says it before its wire
+    * does): it places or fails what it leaves unanswered.
+    */
   private def closed(result: Try[Done]): Unit =
-    switch.shutdown() // reading has ended, so writing ends too and the socket closes: never half-open in CLOSE-WAIT
-    deadlines.unwatch(this)
-    deadlines.closed(this)
-    val (left, reused, announced, ours) = synchronized {
-      closing = true
-      // With closing, so that an offer this refuses finds why.
-      failure = why.orElse(result.failed.toOption.map(Replies.reason))
-      (Iterator.continually(calls.poll()).takeWhile(_ != null).toList, answered > 0, lastResponseRead, why)
+    val first = synchronized {
+      val first = !over
+      over = true
+      first
     }
-    // A reply that broke off or broke the rules fails the call it answers; the calls behind it were never answered.
-    val unanswered = result match
-      case Failure(e) if left.nonEmpty && (e.isInstanceOf[Http1.MalformedResponse] || e.isInstanceOf[Http1.TooLarge]) =>
-        val reason = if e.isInstanceOf[Http1.TooLarge] then FailureReason.TooLarge else FailureReason.ProtocolError
-        Complaints.warn(reason.key, s"${e.getMessage}: the call fails as ${reason.key}, and its connection is closed")
-        left.head.reply.trySuccess(Reply.Failed(reason))
-        left.tail
-      case _ => left
-    val reason = ours.getOrElse(result match
-      case Failure(e) => Replies.reason(e)
-      case Success(_) => FailureReason.ProtocolError) // the server closed with calls unanswered
-    val now = System.nanoTime()
-    unanswered.foreach { call =>
-      if !call.reply.isCompleted then
-        // Behind a last response the server read nothing, so the call goes again, as often as that
-        // happens before its deadline; after an unannounced close it may have been read: once, if idempotent.
-        val again = call.deadline - now > 0 && (announced || (call.idempotent && reused && !call.resent))
-        if again then
-          call.resent = true
-          resend(call)
-        else call.reply.trySuccess(Reply.Failed(reason))
-    }
-    ended.trySuccess(Done)
+    if first then
+      wire.close() // reading has ended, so writing ends too and the socket closes: never half-open in CLOSE-WAIT
+      deadlines.unwatch(this)
+      deadlines.closed(this)
+      val (left, reused, announced, ours) = synchronized {
+        closing = true
+        // With closing, so that an offer this refuses finds why.
+        failure = why.orElse(result.failed.toOption.map(Replies.reason))
+        (Iterator.continually(calls.poll()).takeWhile(_ != null).toList, answered > 0, lastResponseRead, why)
+      }
+      // A reply that broke off or broke the rules fails the call it answers; the calls behind it were never answered.
+      val unanswered = result match
+        case Failure(e) if left.nonEmpty && (e.isInstanceOf[Http1.MalformedResponse] || e.isInstanceOf[Http1.TooLarge]) =>
+          val reason = if e.isInstanceOf[Http1.TooLarge] then FailureReason.TooLarge else FailureReason.ProtocolError
+          Complaints.warn(reason.key, s"${e.getMessage}: the call fails as ${reason.key}, and its connection is closed")
+          left.head.reply.trySuccess(Reply.Failed(reason))
+          left.tail
+        case _ => left
+      val reason = ours.getOrElse(result match
+        case Failure(e) => Replies.reason(e)
+        case Success(_) => FailureReason.ProtocolError) // the server closed with calls unanswered
+      val now = System.nanoTime()
+      unanswered.foreach { call =>
+        if !call.reply.isCompleted then
+          // Behind a last response the server read nothing, so the call goes again, as often as that
+          // happens before its deadline; after an unannounced close it may have been read: once, if idempotent.
+          val again = call.deadline - now > 0 && (announced || (call.idempotent && reused && !call.resent))
+          if again then
+            call.resent = true
+            resend(call)
+          else call.reply.trySuccess(Reply.Failed(reason))
+      }
+      finish.trySuccess(Done)
 
 object PipelinedConnection:
   /** A call in flight: its request's bytes are kept, so that a connection that ends without

@@ -1,17 +1,29 @@
 package fleetsim.transport
 
-import org.apache.pekko.actor.testkit.typed.scaladsl.ScalaTestWithActorTestKit
-import org.apache.pekko.stream.scaladsl.{Sink, Source}
 import org.apache.pekko.util.ByteString
-import org.scalatest.wordspec.AnyWordSpecLike
+import org.scalatest.wordspec.AnyWordSpec
 
 import java.nio.charset.StandardCharsets.US_ASCII
-import scala.concurrent.duration.*
+import scala.collection.mutable.ArrayBuffer
+import scala.util.Try
 
 /** The HTTP/1.1 codec on bytes as servers send them: pipelined, split anywhere, chunked or not. */
-class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
+class Http1Spec extends AnyWordSpec:
+  /** The replies `reader` reads from `chunks`, as a connection's reads, then the server's close;
+    * what it threw, if it threw.
+    */
+  private def read(chunks: Seq[String], reader: Http1.ResponseReader = Http1.ResponseReader()): (Seq[Reply], Option[Throwable]) =
+    val replies = ArrayBuffer.empty[Reply]
+    val thrown = Try {
+      chunks.foreach(chunk => reader.read(ByteString(chunk), replies += _))
+      reader.end(replies += _)
+    }.failed.toOption
+    (replies.toSeq, thrown)
+
   private def parse(chunks: String*): Seq[Reply] =
-    Source(chunks.map(ByteString(_))).via(Http1.ResponseParser()).runWith(Sink.seq).futureValue
+    val (replies, thrown) = read(chunks)
+    thrown.foreach(e => fail(e))
+    replies
 
   private def text(reply: Reply): String = reply match
     case Reply.Response(200 | 204, body, _) => String(body, US_ASCII)
@@ -47,8 +59,7 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       assert(parse("HTTP/1.0 200 OK\r\n\r\nall ", "of it").map(text) == Seq("all of it"))
     }
     "fail on bytes that are not HTTP" in {
-      val failed = Source.single(ByteString("SSH-2.0-OpenSSH_9.2\r\n\r\n")).via(Http1.ResponseParser()).runWith(Sink.seq)
-      assert(failed.failed.futureValue.getMessage.contains("malformed HTTP response"))
+      assert(failure(Seq("SSH-2.0-OpenSSH_9.2\r\n\r\n")).getMessage.contains("malformed HTTP response"))
     }
     "fail as soon as the first bytes cannot start a response, without waiting for a head that never ends" in {
       assert(failure(Seq("garbage with no end")).isInstanceOf[Http1.MalformedResponse])
@@ -82,37 +93,34 @@ class Http1Spec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
         val e = failure(chunks, small)
         assert(e.isInstanceOf[Http1.TooLarge] && e.getMessage.contains(says), s"$chunks: $e")
       // At the limit is within it.
-      val atLimit = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + "x" * 100)))
-        .via(Http1.ResponseParser(small)).runWith(Sink.seq).futureValue
-      assert(atLimit.size == 1)
+      val (atLimit, thrown) = read(Seq("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + "x" * 100), Http1.ResponseReader(small))
+      assert(atLimit.size == 1 && thrown.isEmpty)
     }
     "say that the connection closes before the last reply is emitted, and read nothing after it" in {
       var saidAt = -1
       val seen = scala.collection.mutable.ArrayBuffer.empty[Reply]
-      val replies = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nB"),
-        ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC")))
-        .via(Http1.ResponseParser(closing = () => saidAt = seen.size)).map { r => seen += r; r }.runWith(Sink.seq).futureValue
-      assert(replies.map(text) == Seq("A", "B"))
-      assert(saidAt >= 0 && saidAt < 2, "said before B, the last, was emitted")
+      val reader = Http1.ResponseReader(closing = () => saidAt = seen.size)
+      reader.read(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nB"), seen += _)
+      reader.read(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nC"), seen += _)
+      reader.end(seen += _)
+      assert(seen.map(text) == Seq("A", "B") && reader.finished)
+      assert(saidAt == 1, "said before B, the last, was handed on")
     }
     "refuse bytes after the reply to the last call written, which answer no call" in {
-      val stray = Source(Seq(ByteString("HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nX-Stray: ")))
-        .via(Http1.ResponseParser(written = () => 1)).runWith(Sink.seq)
-      assert(stray.failed.futureValue.getMessage.contains("bytes after the reply to the last call"))
+      val (before, stray) = read(Seq("HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nX-Stray: "), Http1.ResponseReader(written = () => 1))
+      assert(before.size == 1 && stray.exists(_.getMessage.contains("bytes after the reply to the last call")), stray)
       // Two calls written: the second reply is no stray.
-      val two = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")))
-        .via(Http1.ResponseParser(written = () => 2)).runWith(Sink.seq).futureValue
-      assert(two.map(text) == Seq("A", "B"))
+      val (two, thrown) = read(Seq("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB"), Http1.ResponseReader(written = () => 2))
+      assert(two.map(text) == Seq("A", "B") && thrown.isEmpty)
     }
     "end after the first response when the connection carries one call" in {
-      val replies = Source(Seq(ByteString("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")))
-        .via(Http1.ResponseParser(oneResponse = true)).runWith(Sink.seq).futureValue
-      assert(replies.map(text) == Seq("A"))
+      val (replies, thrown) = read(Seq("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB"), Http1.ResponseReader(oneResponse = true))
+      assert(replies.map(text) == Seq("A") && thrown.isEmpty)
     }
   }
 
   private def failure(chunks: Seq[String], limits: ReplyLimits = ReplyLimits.Default): Throwable =
-    Source(chunks.map(ByteString(_))).via(Http1.ResponseParser(limits)).runWith(Sink.seq).failed.futureValue
+    read(chunks, Http1.ResponseReader(limits))._2.getOrElse(fail(s"$chunks read without a mistake"))
 
   "The renderer" should {
     val renderer = Http1.Renderer("127.0.0.1:8080")

@@ -38,7 +38,7 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
   /** The open channel, or a new one when the last was closed (by the server's idle timeout, say). */
   private def currentConnection(): PipelinedConnection = synchronized {
     connection.filter(_.isOpen).getOrElse {
-      val fresh = PipelinedConnection(channelBytes(), pipelining, deadlines, limits, resend = place)
+      val fresh = PipelinedConnection(Wire.over(channelBytes(), _, _), pipelining, deadlines, limits, resend = place)
       connection = Some(fresh)
       fresh
     }
