@@ -2,7 +2,6 @@ package fleetsim.transport
 
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.pekko.stream.scaladsl.Flow
-import org.apache.pekko.util.ByteString
 
 import java.net.{Inet4Address, InetAddress, InetSocketAddress}
 import javax.net.ssl.SSLEngine
@@ -92,20 +91,20 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
 
-  /** A new connection for `device`, read by `receiver`, with up to `depth` calls pipelined on it. Its
+  /** A new connection for `device`, read by `receiver`, with up to `depth` calls pipelined on it:
+    * plain, a socket whose replies are read on the sockets' thread; under TLS, a stream. Its
     * connection closes it when idle ([[Deadlines]]): a timeout on the socket would count a call
     * waiting for its reply as idle.
     */
-  def open(device: Int, depth: Int, receiver: Wire.Receiver): Wire = Wire.over(bytes(device), depth, receiver)
-
-  private def bytes(device: Int): Flow[ByteString, ByteString, ?] =
+  def open(device: Int, depth: Int, receiver: Wire.Receiver): Wire =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
-    val socket = sockets.connect(address, local, settings.connectTimeout)
     tls match
-      case None => socket
+      case None => sockets.open(address, local, settings.connectTimeout, receiver)
       case Some(client) =>
+        val socket = sockets.connect(address, local, settings.connectTimeout)
         val engine = client.engine(device)
         def over(e: SSLEngine) = TlsClientStage(e).join(socket)
-        engine.value match
+        val bytes = engine.value match
           case Some(Success(ready)) => over(ready)
           case _ => Flow.futureFlow(engine.map(over)(using ExecutionContext.parasitic))
+        Wire.over(bytes, depth, receiver)

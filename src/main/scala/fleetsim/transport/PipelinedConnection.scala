@@ -43,7 +43,7 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
   private val calls = java.util.ArrayDeque[Call]() // guarded by this
   private var closing = false // guarded by this
   private var why: Option[FailureReason] = None // guarded by this: set when this side ends the connection
-  private var answered = 0 // guarded by this: responses read
+  private var replies = 0 // guarded by this: responses read
   private var lastResponseRead = false // guarded by this: the server reads nothing behind it
   private var lastActive = System.nanoTime() // guarded by this
   @volatile private var written = 0L // requests handed to the wire; only offer writes it
@@ -73,7 +73,7 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
     */
   def offer(call: Call, room: Int = depth): Boolean =
     synchronized {
-      !closing && calls.size < (if answered == 0 && !trusted() then 1 else room) && {
+      !closing && calls.size < (if replies == 0 && !trusted() then 1 else room) && {
         written += 1 // before its bytes can reach the server, so its reply is never taken for stray bytes
         if wire.write(call.bytes) then
           calls.add(call)
@@ -132,6 +132,7 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
   /** The wire's reads: replies answer the oldest calls; a reply that breaks the rules ends the connection. */
   private object Receiver extends Wire.Receiver:
     private var broken = false // a reply broke the rules: what follows it is not read
+    private var answers: Answers = null // what this read answered, not yet handed on
 
     def received(bytes: ByteString): Unit =
       if !broken then
@@ -140,26 +141,42 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
           broken = true
           closed(Failure(e))
           wire.abort(e)
+        finally handOn()
 
     def ended(failure: Option[Throwable]): Unit =
-      closed(failure match
+      val result = failure match
         case Some(e) => Failure(reader.broke(e))
         case None =>
           try
             reader.end(answer)
             Success(Done)
-          catch case e: Http1.MalformedResponse => Failure(e))
+          catch case e: Http1.MalformedResponse => Failure(e)
+      handOn()
+      closed(result)
 
-  private def answer(reply: Reply): Unit =
+    /** A reply answers the oldest call. */
+    private def answer(reply: Reply): Unit =
+      val call = answered()
+      if call != null then
+        if answers == null then answers = Answers()
+        answers.add(call, reply)
+
+    private def handOn(): Unit =
+      if answers != null then
+        wire.answerOn.execute(answers)
+        answers = null
+
+  /** The oldest call, answered: null when it was failed already (the connection closed). */
+  private def answered(): Call =
     val (call, onlyOne) = synchronized {
       val call = calls.poll()
-      answered += 1
+      replies += 1
       lastActive = System.nanoTime()
       if calls.isEmpty then deadlines.unwatch(this)
-      (call, lastResponseRead && answered == 1)
+      (call, lastResponseRead && replies == 1)
     }
     if onlyOne then closedAfterOne()
-    if call != null then call.reply.trySuccess(reply)
+    call
 
   /** The connection has ended (the first time it is said: a broken reply says it before its wire
     * does): it places or fails what it leaves unanswered.
@@ -178,7 +195,7 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
         closing = true
         // With closing, so that an offer this refuses finds why.
         failure = why.orElse(result.failed.toOption.map(Replies.reason))
-        (Iterator.continually(calls.poll()).takeWhile(_ != null).toList, answered > 0, lastResponseRead, why)
+        (Iterator.continually(calls.poll()).takeWhile(_ != null).toList, replies > 0, lastResponseRead, why)
       }
       // A reply that broke off or broke the rules fails the call it answers; the calls behind it were never answered.
       val unanswered = result match
@@ -205,6 +222,21 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
       finish.trySuccess(Done)
 
 object PipelinedConnection:
+  /** The calls one read answered, with their replies, to be completed together. */
+  private final class Answers extends Runnable:
+    private val calls = java.util.ArrayList[Call](4)
+    private val replies = java.util.ArrayList[Reply](4)
+
+    def add(call: Call, reply: Reply): Unit =
+      calls.add(call)
+      replies.add(reply)
+
+    def run(): Unit =
+      var i = 0
+      while i < calls.size do
+        calls.get(i).reply.trySuccess(replies.get(i))
+        i += 1
+
   /** A call in flight: its request's bytes are kept, so that a connection that ends without
     * answering can hand it to another ([[PipelinedConnection]]'s `resend`).
     *

@@ -21,6 +21,12 @@ trait Wire:
     */
   def close(): Unit
 
+  /** Where the calls a read answers are completed, all of one read's in one task: the devices'
+    * pool, when the wire reads on a thread of its own, so that a read wakes that pool once, not once
+    * a reply; the reading thread itself, when that is the pool's.
+    */
+  def answerOn: ExecutionContext
+
   /** Ends the wire now, as `cause` says: the receiver hears `ended(Some(cause))`, unless it heard its end already. */
   def abort(cause: Throwable): Unit
 
@@ -51,5 +57,6 @@ object Wire:
     done.onComplete(result => receiver.ended(result.failed.toOption))(using ExecutionContext.parasitic)
     new Wire:
       def write(bytes: ByteString): Boolean = requests.offer(bytes) == QueueOfferResult.Enqueued
+      def answerOn: ExecutionContext = ExecutionContext.parasitic // the stream's own thread, of the pool
       def close(): Unit = switch.shutdown()
       def abort(cause: Throwable): Unit = switch.abort(cause)

@@ -92,6 +92,39 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
       finally listening.close()
     }
 
+    "as a wire, hand what it reads to its receiver on the sockets' thread, and say its end once: the server's close, or an abort" in {
+      val listening = server()
+      try
+        final class Heard extends Wire.Receiver:
+          val bytes = java.util.concurrent.LinkedBlockingQueue[(String, String)]() // what came, on which thread
+          val ends = java.util.concurrent.LinkedBlockingQueue[Option[Throwable]]()
+          def received(b: ByteString): Unit = bytes.add(b.utf8String -> Thread.currentThread.getName)
+          def ended(failure: Option[Throwable]): Unit = ends.add(failure)
+        val heard = Heard()
+        val wire = sockets.open(address(listening), None, 5.seconds, heard)
+        assert(wire.write(ByteString("GET / HTTP/1.1\r\n\r\n")))
+        val peer = listening.accept()
+        assert(readUpTo(peer, 18).utf8String == "GET / HTTP/1.1\r\n\r\n")
+        peer.write(ByteBuffer.wrap("HTTP/1.1 204 No Content\r\n\r\n".getBytes))
+        assert(heard.bytes.poll(10, java.util.concurrent.TimeUnit.SECONDS) == ("HTTP/1.1 204 No Content\r\n\r\n" -> "sockets-sockets"))
+        peer.close()
+        assert(heard.ends.poll(10, java.util.concurrent.TimeUnit.SECONDS) == None)
+        wire.close() // closing after the end says nothing more
+        assert(!wire.write(ByteString("more")), "an ended wire takes nothing")
+
+        val aborted = Heard()
+        val second = sockets.open(address(listening), None, 5.seconds, aborted)
+        val held = listening.accept()
+        val cause = RuntimeException("stuck")
+        second.abort(cause)
+        second.close()
+        assert(aborted.ends.poll(10, java.util.concurrent.TimeUnit.SECONDS).exists(_ eq cause))
+        assert(readUpTo(held, Int.MaxValue).isEmpty, "the server sees the socket closed")
+        held.close()
+        assert(aborted.ends.poll(200, java.util.concurrent.TimeUnit.MILLISECONDS) == null && heard.ends.isEmpty, "each end is said once")
+      finally listening.close()
+    }
+
     "fail a refused connect as StreamTcpException (connectFailed), and a reset after connecting as a broken connection" in {
       val closedPort = { val s = server(); val a = address(s); s.close(); a }
       val refused = Source.maybe[ByteString].via(sockets.connect(closedPort, None, 5.seconds)).runWith(Sink.ignore)
