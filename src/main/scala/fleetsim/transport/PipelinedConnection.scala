@@ -139,8 +139,8 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
         try reader.read(bytes, answer)
         catch case e @ (_: Http1.MalformedResponse | _: Http1.TooLarge) =>
           broken = true
+          wire.abort(e) // before closed() closes it: the socket ends now, not after what is left is written
           closed(Failure(e))
-          wire.abort(e)
         finally handOn()
 
     def ended(failure: Option[Throwable]): Unit =

@@ -54,7 +54,9 @@ object Wire:
       .viaMat(BidiFlow.fromGraph(KillSwitches.singleBidi[ByteString, ByteString]).joinMat(bytes)(Keep.left))(Keep.both)
       .toMat(Sink.foreach(receiver.received))(Keep.both)
       .run()
-    done.onComplete(result => receiver.ended(result.failed.toOption))(using ExecutionContext.parasitic)
+    // On the pool, never parasitic: a stream that fails at once (a device's certificate that cannot be
+    // had) would otherwise tell its receiver on the opening thread, before the wire is returned.
+    done.onComplete(result => receiver.ended(result.failed.toOption))(using system.executionContext)
     new Wire:
       def write(bytes: ByteString): Boolean = requests.offer(bytes) == QueueOfferResult.Enqueued
       def answerOn: ExecutionContext = ExecutionContext.parasitic // the stream's own thread, of the pool
