@@ -8,7 +8,6 @@ import org.apache.pekko.Done
 import java.util.concurrent.{ConcurrentHashMap, TimeoutException}
 import scala.concurrent.duration.*
 import scala.concurrent.{Future, Promise}
-import scala.jdk.CollectionConverters.*
 import scala.util.{Failure, Success, Try}
 
 /** One HTTP/1.1 connection over any [[Wire]] (a TCP socket, a TLS connection, an SSH channel) with up to `depth`
