@@ -21,9 +21,9 @@ import scala.util.control.NonFatal
 /** The HTTP client's TCP connections, on one selector thread of the fleet's own (ADR 0014), as
   * Netty's event loop runs them: that thread does every read and write. A connection hands it the
   * bytes to write and wakes it, once for whatever comes while it wakes, so the calls of a burst
-  * leave in one write. What it reads goes straight to the connection's [[Wire.Receiver]]: a plain
-  * HTTP connection parses its replies and answers its calls on this thread, with no actor woken
-  * between; under TLS, to a stage ([[connect]]). Pekko IO took a hand-over to its connection actor
+  * leave in one write. What it reads goes straight to the connection's stage ([[connect]]), or,
+  * for a socket that is its own [[Wire]] ([[open]]: built, not used by the fleet yet, ADR 0014), to
+  * its receiver on this thread. Pekko IO took a hand-over to its connection actor
   * and one back for each read, and three for each write and its ack.
   *
   * A connection that cannot be made (refused, unreachable, timed out, its source address not
@@ -46,7 +46,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
   thread.start()
 
   /** A TCP connection to `remote`, from `local` when given, read by `receiver` on the selector
-    * thread: an HTTP connection parses and answers its replies there, as they are read.
+    * thread. Not used by the fleet yet: one thread parsing a million devices' replies fell behind (ADR 0014).
     */
   def open(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration, receiver: Wire.Receiver): Wire =
     Socket(remote, local, connectTimeout, receiver, () => ())
