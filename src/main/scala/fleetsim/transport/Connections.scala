@@ -91,24 +91,20 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
 
-  /** A new connection for `device`, read by `receiver`, with up to `depth` calls pipelined on it, as a
-    * stream (the socket's stage, under TLS when there is TLS). Its connection closes it when idle
-    * ([[Deadlines]]): a timeout on the socket would count a call waiting for its reply as idle.
-    *
-    * A plain socket could be its own wire (`Sockets.open`), its replies read on the sockets thread:
-    * 0.85× the CPU a message at 10,000 a second, but at a million devices the one thread fell behind
-    * (steady 24.4 µs a message against 14.6, p99 lateness 130 ms against 13): not used until that is
-    * solved (bench/history/2026-11-26-cpu-replies-on-the-sockets-thread.md).
+  /** A new connection for `device`, read by `receiver`, with up to `depth` calls pipelined on it:
+    * plain, a socket that is its own wire, its reads parsed and answered on the pool; under TLS, a
+    * stream over the socket's stage. Its connection closes it when idle ([[Deadlines]]): a timeout on
+    * the socket would count a call waiting for its reply as idle.
     */
   def open(device: Int, depth: Int, receiver: Wire.Receiver): Wire =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
-    val socket = sockets.connect(address, local, settings.connectTimeout)
-    val bytes = tls match
-      case None => socket
+    tls match
+      case None => sockets.open(address, local, settings.connectTimeout, receiver)
       case Some(client) =>
+        val socket = sockets.connect(address, local, settings.connectTimeout)
         val engine = client.engine(device)
         def over(e: SSLEngine) = TlsClientStage(e).join(socket)
-        engine.value match
+        val bytes = engine.value match
           case Some(Success(ready)) => over(ready)
           case _ => Flow.futureFlow(engine.map(over)(using ExecutionContext.parasitic))
-    Wire.over(bytes, depth, receiver)
+        Wire.over(bytes, depth, receiver)

@@ -131,7 +131,6 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
   /** The wire's reads: replies answer the oldest calls; a reply that breaks the rules ends the connection. */
   private object Receiver extends Wire.Receiver:
     private var broken = false // a reply broke the rules: what follows it is not read
-    private var answers: Answers = null // what this read answered, not yet handed on
 
     def received(bytes: ByteString): Unit =
       if !broken then
@@ -140,7 +139,6 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
           broken = true
           wire.abort(e) // before closed() closes it: the socket ends now, not after what is left is written
           closed(Failure(e))
-        finally handOn()
 
     def ended(failure: Option[Throwable]): Unit =
       val result = failure match
@@ -150,20 +148,12 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
             reader.end(answer)
             Success(Done)
           catch case e: Http1.MalformedResponse => Failure(e)
-      handOn()
       closed(result)
 
     /** A reply answers the oldest call. */
     private def answer(reply: Reply): Unit =
       val call = answered()
-      if call != null then
-        if answers == null then answers = Answers()
-        answers.add(call, reply)
-
-    private def handOn(): Unit =
-      if answers != null then
-        wire.answerOn.execute(answers)
-        answers = null
+      if call != null then call.reply.trySuccess(reply)
 
   /** The oldest call, answered: null when it was failed already (the connection closed). */
   private def answered(): Call =
@@ -221,21 +211,6 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
       finish.trySuccess(Done)
 
 object PipelinedConnection:
-  /** The calls one read answered, with their replies, to be completed together. */
-  private final class Answers extends Runnable:
-    private val calls = java.util.ArrayList[Call](4)
-    private val replies = java.util.ArrayList[Reply](4)
-
-    def add(call: Call, reply: Reply): Unit =
-      calls.add(call)
-      replies.add(reply)
-
-    def run(): Unit =
-      var i = 0
-      while i < calls.size do
-        calls.get(i).reply.trySuccess(replies.get(i))
-        i += 1
-
   /** A call in flight: its request's bytes are kept, so that a connection that ends without
     * answering can hand it to another ([[PipelinedConnection]]'s `resend`).
     *

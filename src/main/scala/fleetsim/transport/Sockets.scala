@@ -21,10 +21,11 @@ import scala.util.control.NonFatal
 /** The HTTP client's TCP connections, on one selector thread of the fleet's own (ADR 0014), as
   * Netty's event loop runs them: that thread does every read and write. A connection hands it the
   * bytes to write and wakes it, once for whatever comes while it wakes, so the calls of a burst
-  * leave in one write. What it reads goes straight to the connection's stage ([[connect]]), or,
-  * for a socket that is its own [[Wire]] ([[open]]: built, not used by the fleet yet, ADR 0014), to
-  * its receiver on this thread. Pekko IO took a hand-over to its connection actor
-  * and one back for each read, and three for each write and its ack.
+  * leave in one write. What it reads goes to the connection's stage ([[connect]], under TLS), or,
+  * for a plain socket that is its own [[Wire]] ([[open]]), to its receiver in one task on the
+  * devices' pool, which parses and answers it there: this thread only reads and writes (ADR 0014).
+  * Pekko IO took a hand-over to its connection actor and one back for each read, and three for each
+  * write and its ack.
   *
   * A connection that cannot be made (refused, unreachable, timed out, its source address not
   * bindable) fails as a [[StreamTcpException]]: `connectFailed`. One that breaks after it was made
@@ -45,11 +46,11 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
   thread.setDaemon(true)
   thread.start()
 
-  /** A TCP connection to `remote`, from `local` when given, read by `receiver` on the selector
-    * thread. Not used by the fleet yet: one thread parsing a million devices' replies fell behind (ADR 0014).
+  /** A TCP connection to `remote`, from `local` when given, that is its own wire: `receiver` hears
+    * what it reads on the pool, one task at a time.
     */
   def open(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration, receiver: Wire.Receiver): Wire =
-    Socket(remote, local, connectTimeout, receiver, () => ())
+    Socket(remote, local, connectTimeout, receiver, () => (), onPool = true)
 
   /** A TCP connection to `remote`, from `local` when given, as a flow of bytes (under TLS). Finishing
     * its input half-closes the socket once what was written has left; cancelling its output closes it.
@@ -97,8 +98,9 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
     * @param room called when so much had waited to be written that [[handOver]] said to stop, and it has gone
     */
   private final class Socket(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration,
-      receiver: Wire.Receiver, room: () => Unit) extends Wire:
+      receiver: Wire.Receiver, room: () => Unit, onPool: Boolean = false) extends Wire:
     private var channel: SocketChannel = null
+    private val to: Wire.Receiver = if onPool then Inbox() else receiver
 
     // Shared, under this lock.
     private var outgoing = ByteString.empty // handed over to be written
@@ -127,8 +129,6 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         using ExecutionContext.parasitic)
       execute(() => register())
     catch case NonFatal(e) => execute(() => end(Some(connectFailed(e.toString)))) // a descriptor it cannot have fails the connect
-
-    def answerOn: ExecutionContext = system.executionContext
 
     /** False when the socket has ended: what it is handed then is dropped. */
     def write(bytes: ByteString): Boolean =
@@ -203,7 +203,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         val bytes = new Array[Byte](n)
         inBuffer.flip()
         inBuffer.get(bytes)
-        receiver.received(ByteString.fromArrayUnsafe(bytes))
+        to.received(ByteString.fromArrayUnsafe(bytes))
       else if n < 0 then end(None)
 
     /** Writes what the socket did not take before, then what was handed over since; the rest when
@@ -249,7 +249,50 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         synchronized { shut = true }
         timeout.cancel()
         if channel != null then try channel.close() catch case _: IOException => ()
-        receiver.ended(failure)
+        to.ended(failure)
+
+    /** The receiver's calls, in order, on the pool: the selector thread only reads, and each read's
+      * replies are parsed and answered by one task there, which takes whatever came meanwhile too.
+      * Reading stops while much waits for the pool.
+      */
+    private final class Inbox extends Wire.Receiver, Runnable:
+      // Under the inbox's lock.
+      private var waiting = ByteString.empty // read, not yet handed on
+      private var end: Option[Option[Throwable]] = None // the end, once read
+      private var handing = false // a task is on the pool, or running
+      private var paused = false // reading stopped while much waits
+
+      def received(bytes: ByteString): Unit =
+        val (first, pause) = synchronized {
+          waiting ++= bytes
+          val pause = !paused && waiting.length > ReadAhead
+          paused ||= pause
+          (start(), pause)
+        }
+        if pause then key.interestOpsAnd(~SelectionKey.OP_READ)
+        if first then system.executionContext.execute(this)
+
+      def ended(failure: Option[Throwable]): Unit =
+        if synchronized { end = Some(failure); start() } then system.executionContext.execute(this)
+
+      /** True when no task is handing on: the caller starts one. */
+      private def start(): Boolean = !handing && { handing = true; true }
+
+      def run(): Unit =
+        var more = true
+        while more do
+          val (bytes, last, resume) = synchronized {
+            val taken = (waiting, end, paused && waiting.nonEmpty)
+            waiting = ByteString.empty
+            end = None
+            if taken._3 then paused = false
+            handing = taken._1.nonEmpty || taken._2.nonEmpty
+            taken
+          }
+          if resume then execute(() => if key.isValid then key.interestOpsOr(SelectionKey.OP_READ))
+          if bytes.nonEmpty then receiver.received(bytes)
+          last.foreach(receiver.ended)
+          more = bytes.nonEmpty || last.nonEmpty
 
   /** A [[Socket]] as a stage, for TLS above it: what it reads waits for the stage's demand, and
     * reading stops while much waits.

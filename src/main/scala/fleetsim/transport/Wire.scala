@@ -5,12 +5,11 @@ import org.apache.pekko.stream.scaladsl.{BidiFlow, Flow, Keep, Sink, Source}
 import org.apache.pekko.stream.{KillSwitches, QueueOfferResult}
 import org.apache.pekko.util.ByteString
 
-import scala.concurrent.ExecutionContext
 
 /** A connection's bytes, both ways, for an HTTP client connection ([[PipelinedConnection]]): written
-  * by calls, read by a [[Wire.Receiver]]'s callbacks, on whichever thread reads them, with no stream
-  * in between: a plain TCP socket's reads are parsed and answered on the sockets' thread
-  * ([[Sockets]]). A TLS connection or an SSH channel is a stream of bytes, run as one ([[Wire.over]]).
+  * by calls, read by a [[Wire.Receiver]]'s callbacks on the devices' pool. A plain TCP socket is a
+  * wire with no stream in between ([[Sockets.open]]); a TLS connection or an SSH channel is a stream
+  * of bytes, run as one ([[Wire.over]]).
   */
 trait Wire:
   /** Sends `bytes` after those written before; false when the wire has ended and takes nothing. */
@@ -20,12 +19,6 @@ trait Wire:
     * `ended(None)`, unless it heard its end already. Closing twice is harmless.
     */
   def close(): Unit
-
-  /** Where the calls a read answers are completed, all of one read's in one task: the devices'
-    * pool, when the wire reads on a thread of its own, so that a read wakes that pool once, not once
-    * a reply; the reading thread itself, when that is the pool's.
-    */
-  def answerOn: ExecutionContext
 
   /** Ends the wire now, as `cause` says: the receiver hears `ended(Some(cause))`, unless it heard its end already. */
   def abort(cause: Throwable): Unit
@@ -59,6 +52,5 @@ object Wire:
     done.onComplete(result => receiver.ended(result.failed.toOption))(using system.executionContext)
     new Wire:
       def write(bytes: ByteString): Boolean = requests.offer(bytes) == QueueOfferResult.Enqueued
-      def answerOn: ExecutionContext = ExecutionContext.parasitic // the stream's own thread, of the pool
       def close(): Unit = switch.shutdown()
       def abort(cause: Throwable): Unit = switch.abort(cause)

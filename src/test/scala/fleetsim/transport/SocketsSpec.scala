@@ -92,7 +92,7 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
       finally listening.close()
     }
 
-    "as a wire, hand what it reads to its receiver on the sockets' thread, and say its end once: the server's close, or an abort" in {
+    "as a wire, hand what it reads to its receiver on the pool, not the sockets' thread, and say its end once: the server's close, or an abort" in {
       val listening = server()
       try
         final class Heard extends Wire.Receiver:
@@ -106,7 +106,8 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
         val peer = listening.accept()
         assert(readUpTo(peer, 18).utf8String == "GET / HTTP/1.1\r\n\r\n")
         peer.write(ByteBuffer.wrap("HTTP/1.1 204 No Content\r\n\r\n".getBytes))
-        assert(heard.bytes.poll(10, java.util.concurrent.TimeUnit.SECONDS) == ("HTTP/1.1 204 No Content\r\n\r\n" -> "sockets-sockets"))
+        val (got, thread) = heard.bytes.poll(10, java.util.concurrent.TimeUnit.SECONDS)
+        assert(got == "HTTP/1.1 204 No Content\r\n\r\n" && thread.startsWith("sockets-pekko.actor.default-dispatcher"), thread)
         peer.close()
         assert(heard.ends.poll(10, java.util.concurrent.TimeUnit.SECONDS) == None)
         wire.close() // closing after the end says nothing more
@@ -122,6 +123,36 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
         assert(readUpTo(held, Int.MaxValue).isEmpty, "the server sees the socket closed")
         held.close()
         assert(aborted.ends.poll(200, java.util.concurrent.TimeUnit.MILLISECONDS) == null && heard.ends.isEmpty, "each end is said once")
+      finally listening.close()
+    }
+
+    "as a wire, stop reading while its receiver has not taken what came, and lose nothing when it takes it" in {
+      val listening = server()
+      try
+        val gate = java.util.concurrent.CountDownLatch(1)
+        val got = java.util.concurrent.ConcurrentLinkedQueue[ByteString]()
+        val wire = sockets.open(address(listening), None, 5.seconds, new Wire.Receiver:
+          def received(bytes: ByteString): Unit = { gate.await(); got.add(bytes) } // a receiver that is slow to take its first read
+          def ended(failure: Option[Throwable]): Unit = ())
+        val peer = listening.accept()
+        val all = ByteString(Array.tabulate[Byte](12 * 1024 * 1024)(i => (i % 251).toByte)) // far more than the sockets' buffers hold
+        val sent = java.util.concurrent.atomic.AtomicInteger()
+        val writer = Thread(() => all.grouped(16 * 1024).foreach(c => sent.addAndGet(peer.write(c.asByteBuffer))))
+        writer.start()
+        // The client stops reading, so the server's writes stall: what waits for the receiver is bounded.
+        var last = -1
+        eventually(timeout(Span(20, Seconds)), interval(Span(200, Millis))) {
+          val now = sent.get
+          val still = now == last
+          last = now
+          assert(still && now < all.length, s"${now} of ${all.length} bytes sent")
+        }
+        gate.countDown()
+        writer.join(20000)
+        eventually(assert(got.asScala.foldLeft(0)(_ + _.length) == all.length))
+        assert(got.asScala.reduce(_ ++ _) == all, "every byte, in order")
+        wire.close()
+        peer.close()
       finally listening.close()
     }
 
