@@ -98,7 +98,8 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   private def place(device: Int, call: Call): Unit =
     val taken = mode match
       case ConnectionMode.Shared => placeShared(call)
-      case ConnectionMode.PerDevice => placeOn(deviceConnection(device), call)
+      // A connection whose last reply is read as the call comes refuses it, closing: the call goes on a new one.
+      case ConnectionMode.PerDevice => deviceConnection(device).offer(call) || placeOn(deviceConnection(device), call)
       case ConnectionMode.PerCall => placeOn(connection(device, oneCall = true), call)
     if !taken then call.reply.trySuccess(PipelinedConnection.Overloaded)
 

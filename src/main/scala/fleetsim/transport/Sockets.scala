@@ -282,11 +282,11 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         var more = true
         while more do
           val (bytes, last, resume) = synchronized {
-            val taken = (waiting, end, paused && waiting.nonEmpty)
+            val taken = (waiting, end, paused && waiting.nonEmpty) // a paused socket reads again once this is taken
             waiting = ByteString.empty
             end = None
             if taken._3 then paused = false
-            handing = taken._1.nonEmpty || taken._2.nonEmpty
+            handing = taken._1.nonEmpty || taken._2.nonEmpty // nothing came: the next read starts a task
             taken
           }
           if resume then execute(() => if key.isValid then key.interestOpsOr(SelectionKey.OP_READ))

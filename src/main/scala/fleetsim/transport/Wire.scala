@@ -5,7 +5,6 @@ import org.apache.pekko.stream.scaladsl.{BidiFlow, Flow, Keep, Sink, Source}
 import org.apache.pekko.stream.{KillSwitches, QueueOfferResult}
 import org.apache.pekko.util.ByteString
 
-
 /** A connection's bytes, both ways, for an HTTP client connection ([[PipelinedConnection]]): written
   * by calls, read by a [[Wire.Receiver]]'s callbacks on the devices' pool. A plain TCP socket is a
   * wire with no stream in between ([[Sockets.open]]); a TLS connection or an SSH channel is a stream
