@@ -150,13 +150,8 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
           catch case e: Http1.MalformedResponse => Failure(e)
       closed(result)
 
-    /** A reply answers the oldest call. */
-    private def answer(reply: Reply): Unit =
-      val call = answered()
-      if call != null then call.reply.trySuccess(reply)
-
-  /** The oldest call, answered: null when it was failed already (the connection closed). */
-  private def answered(): Call =
+  /** A reply answers the oldest call (none when it was failed already: the connection closed). */
+  private def answer(reply: Reply): Unit =
     val (call, onlyOne) = synchronized {
       val call = calls.poll()
       replies += 1
@@ -165,7 +160,7 @@ final class PipelinedConnection(dial: (Int, Wire.Receiver) => Wire, depth: Int, 
       (call, lastResponseRead && replies == 1)
     }
     if onlyOne then closedAfterOne()
-    call
+    if call != null then call.reply.trySuccess(reply)
 
   /** The connection has ended (the first time it is said: a broken reply says it before its wire
     * does): it places or fails what it leaves unanswered.

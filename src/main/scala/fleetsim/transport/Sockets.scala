@@ -160,9 +160,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       hasRoom
 
     /** Stops reading, or reads again: the reader has not taken what came. */
-    def pauseReading(paused: Boolean): Unit =
-      execute(() => if key != null && key.isValid then
-        if paused then key.interestOpsAnd(~SelectionKey.OP_READ) else key.interestOpsOr(SelectionKey.OP_READ))
+    def pauseReading(paused: Boolean): Unit = execute(() => reading(!paused))
 
     // What follows runs on the selector thread.
 
@@ -173,6 +171,11 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
           key = channel.register(selector, if channel.isConnected then SelectionKey.OP_READ else SelectionKey.OP_CONNECT, this)
           if channel.isConnected then connectedNow()
         catch case NonFatal(e) => end(Some(connectFailed(e.toString)))
+
+    /** Reads, or stops reading, from now on. */
+    private def reading(on: Boolean): Unit =
+      if key != null && key.isValid then
+        if on then key.interestOpsOr(SelectionKey.OP_READ) else key.interestOpsAnd(~SelectionKey.OP_READ)
 
     private def connectedNow(): Unit =
       connected = true
@@ -269,7 +272,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
           paused ||= pause
           (start(), pause)
         }
-        if pause then key.interestOpsAnd(~SelectionKey.OP_READ)
+        if pause then reading(false) // on the selector thread already
         if first then system.executionContext.execute(this)
 
       def ended(failure: Option[Throwable]): Unit =
@@ -282,14 +285,16 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         var more = true
         while more do
           val (bytes, last, resume) = synchronized {
-            val taken = (waiting, end, paused && waiting.nonEmpty) // a paused socket reads again once this is taken
+            val bytes = waiting
+            val last = end
+            val resume = paused && bytes.nonEmpty // a paused socket reads again once what waited is taken
             waiting = ByteString.empty
             end = None
-            if taken._3 then paused = false
-            handing = taken._1.nonEmpty || taken._2.nonEmpty // nothing came: the next read starts a task
-            taken
+            if resume then paused = false
+            handing = bytes.nonEmpty || last.nonEmpty // nothing came: the next read starts a task
+            (bytes, last, resume)
           }
-          if resume then execute(() => if key.isValid then key.interestOpsOr(SelectionKey.OP_READ))
+          if resume then pauseReading(false)
           if bytes.nonEmpty then receiver.received(bytes)
           last.foreach(receiver.ended)
           more = bytes.nonEmpty || last.nonEmpty
