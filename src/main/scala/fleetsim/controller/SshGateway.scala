@@ -4,13 +4,14 @@ import com.github.plokhotnyuk.jsoniter_scala.core.{JsonValueCodec, writeToArray}
 import com.github.plokhotnyuk.jsoniter_scala.macros.JsonCodecMaker
 import fleetsim.CannotBind
 import fleetsim.transport.ssh.SshStreams
-import org.apache.pekko.Done
+import org.apache.pekko.{Done, NotUsed}
 import org.apache.pekko.actor.typed.{ActorSystem, DispatcherSelector}
 import org.apache.pekko.http.scaladsl.Http
 import org.apache.pekko.http.scaladsl.model.headers.RawHeader
 import org.apache.pekko.http.scaladsl.model.{AttributeKey, ContentTypes, HttpEntity, HttpMethods, HttpRequest, HttpResponse, StatusCodes, Uri}
 import org.apache.pekko.http.scaladsl.settings.ConnectionPoolSettings
-import org.apache.pekko.stream.scaladsl.{Flow, TLSPlacebo}
+import org.apache.pekko.stream.scaladsl.{BidiFlow, Flow, TLSPlacebo}
+import org.apache.pekko.util.ByteString
 import org.apache.sshd.client.future.DefaultOpenFuture
 import org.apache.sshd.client.future.OpenFuture
 import org.apache.sshd.common.SshConstants
@@ -145,8 +146,8 @@ object SshGateway:
     }(using system.dispatchers.lookup(DispatcherSelector.blocking()))
 
 /** A direct-tcpip channel whose far end is the controller's own HTTP server, in process. */
-private final class TunnelChannel(http: InetSocketAddress, refused: () => Unit, handler: Flow[HttpRequest, HttpResponse, ?])(using
-    system: ActorSystem[?])
+private final class TunnelChannel(http: InetSocketAddress, refused: () => Unit, handler: Flow[HttpRequest, HttpResponse, ?],
+    server: BidiFlow[HttpResponse, ByteString, ByteString, HttpRequest, NotUsed])(using system: ActorSystem[?])
     extends AbstractServerChannel(null):
   private var in: ChannelAsyncInputStream = null
   private var out: ChannelAsyncOutputStream = null
@@ -164,7 +165,6 @@ private final class TunnelChannel(http: InetSocketAddress, refused: () => Unit, 
       in = ChannelAsyncInputStream(this)
       out = ChannelAsyncOutputStream(this, SshConstants.SSH_MSG_CHANNEL_DATA)
       val user = getSession.getUsername
-      val server = Http(system.classicSystem).serverLayer().atop(TLSPlacebo())
       Flow[HttpRequest]
         .map(_.addAttribute(SshGateway.Tunnelled, user))
         .via(handler)
@@ -196,7 +196,11 @@ private final class TunnelChannel(http: InetSocketAddress, refused: () => Unit, 
   override protected def getInnerCloseable = builder().close(out).close(in).close(super.getInnerCloseable).build()
 
 private object TunnelChannel:
-  def factory(http: InetSocketAddress, refused: () => Unit, handler: Flow[HttpRequest, HttpResponse, ?])(using ActorSystem[?]): ChannelFactory =
+  def factory(http: InetSocketAddress, refused: () => Unit, handler: Flow[HttpRequest, HttpResponse, ?])(using
+      system: ActorSystem[?]): ChannelFactory =
+    // One blueprint for every tunnel, as Pekko HTTP's own binding has: building it reads the server's
+    // settings from the configuration (exceptions and all), about two thirds of what opening a tunnel cost.
+    val server = Http(system.classicSystem).serverLayer().atop(TLSPlacebo())
     new ChannelFactory:
       def getName: String = "direct-tcpip"
-      def createChannel(session: Session): Channel = TunnelChannel(http, refused, handler)
+      def createChannel(session: Session): Channel = TunnelChannel(http, refused, handler, server)
