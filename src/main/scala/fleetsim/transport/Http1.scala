@@ -75,6 +75,14 @@ object Http1:
 
   private val unsafeReply = Future.successful(Reply.Failed(FailureReason.UnsafeValue))
 
+  /** A body's bytes as an array. A body is a slice of what was read, and Pekko's `toArray` copies
+    * one through a ClassTag it looks up on each call (5% of a 100,000-device fleet's Java samples).
+    */
+  private def arrayOf(body: ByteString): Array[Byte] =
+    val array = new Array[Byte](body.length)
+    body.copyToArray(array, 0, array.length)
+    array
+
   /** A call that must not reach the wire ([[Request.unsafe]]): it fails, and the log says why. */
   def refuse(request: Request): Future[Reply] =
     Complaints.warn(FailureReason.UnsafeValue.key, s"a ${request.kind.key} call was not sent: ${request.unsafe}; it fails as unsafeValue")
@@ -163,7 +171,7 @@ object Http1:
       */
     def end(reply: Reply => Unit): Unit =
       if reading == UntilClose && !done then
-        val last = Reply.Response(status, (body ++ buffer).toArrayUnsafe(), head)
+        val last = Reply.Response(status, arrayOf(body ++ buffer), head)
         done = true
         closing()
         reply(last)
@@ -322,7 +330,7 @@ object Http1:
       buffer.slice(from, until).decodeString(US_ASCII).map(c => if c < ' ' || c > '~' then '?' else c)
 
     private def complete(reply: Reply => Unit): Unit =
-      val response = Reply.Response(status, body.toArrayUnsafe(), head)
+      val response = Reply.Response(status, arrayOf(body), head)
       parsed += 1
       body = ByteString.empty
       reading = Head
