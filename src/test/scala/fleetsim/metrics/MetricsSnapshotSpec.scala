@@ -51,7 +51,7 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
     merged.byKind("heartbeat").recent.latency.max shouldBe 400.0 +- 0.5
   }
 
-  test("a snapshot's recent times are those since the previous one; its overall times are all of them, lateness too") {
+  test("a snapshot's recent times are those since the previous one; its overall times are all of them, lateness too, and stay with nothing new") {
     val m = FleetMetrics(kinds)
     traffic(m)(devices = 1, ms = Seq.fill(100)(100), failures = 0)
     (1 to 10).foreach(_ => m.late(kinds(0), 30_000_000L))
@@ -65,6 +65,14 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
     second.recentLateness.count shouldBe 5
     second.overallLateness.count shouldBe 15
     second.overallLateness.latency.max shouldBe 30.0 +- 0.05
+    val quiet = m.snapshot().byKind("heartbeat") // nothing new: the overall times stay, the recent are none
+    (quiet.recent.count, quiet.recentLateness.count) shouldBe (0, 0)
+    (quiet.overall.count, quiet.overallLateness.count) shouldBe (150, 15)
+    quiet.overall.latency.max shouldBe 100.0 +- 0.1
+    traffic(m)(devices = 0, ms = Seq(7), failures = 0)
+    val after = m.snapshot().byKind("heartbeat")
+    (after.recent.count, after.overall.count) shouldBe (1, 151)
+    quiet.overall.count shouldBe 150 // a snapshot handed out does not change
   }
 
   test("stops are counted by reason, from many threads at once, merge across fleets, and reach Prometheus") {
