@@ -26,9 +26,9 @@ for round in $(seq "${ROUNDS:-2}"); do
     fleet=$!
     up="" fleet_cpu=0
     while kill -0 "$fleet" 2>/dev/null; do
-      if [ -z "$up" ] && tail -1 "$work/run.log" | grep -q "tunnels $n up"; then up=$(python3 -c "print(round($(date +%s.%N) - $start, 1))"); fi
-      fleet_cpu=$(cpu "$fleet" || echo "$fleet_cpu")
       tunnels=$(tail -1 "$work/run.log" | grep -o 'tunnels [0-9]* up' | grep -o '[0-9]*' || true)
+      if [ -z "$up" ] && [ "${tunnels:-0}" = "$n" ]; then up=$(python3 -c "print(round($(date +%s.%N) - $start, 1))"); fi
+      fleet_cpu=$(cpu "$fleet" || echo "$fleet_cpu")
       echo "$(date +%s.%N) ${tunnels:-0} $fleet_cpu $(cpu "$controller")" >> "$work/samples"
       sleep 0.5
     done
