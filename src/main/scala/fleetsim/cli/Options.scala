@@ -73,8 +73,8 @@ enum ValueKind(val expected: String):
     catch case _: Exception => false
 
 object ValueKind:
-  /** The longest duration a flag takes: Pekko's scheduler refuses much beyond it, and a run meant
-    * to go on for ever says 0s (until Ctrl-C).
+  /** The longest duration a flag takes: Pekko's own scheduler, which a user may configure back,
+    * refuses much beyond it, and a run meant to go on for ever says 0s (until Ctrl-C).
     */
   final val MaxDays = 180
 

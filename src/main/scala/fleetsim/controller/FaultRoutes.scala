@@ -42,7 +42,7 @@ private final class FaultRoutes(registry: Registry, gateway: () => Option[SshGat
     }
 
   /** Done `ms` from now, to the millisecond: on the JDK's delay thread, which sleeps while no reply
-    * is held back, not on Pekko's scheduler, which ticks every 20 ms (reference.conf).
+    * is held back.
     */
   private def later(ms: Long): Future[Unit] =
     val done = Promise[Unit]()
