@@ -102,6 +102,17 @@ class DueSchedulerSpec extends AnyWordSpec with Matchers with Eventually:
       s.close()
     }
 
+    "not wake its thread for timeouts set and cancelled before they are due" in {
+      val s = scheduler("due-timeouts")
+      s.scheduleOnce(1.millis)(()) // starts the thread
+      val before = eventually(switches("due-timeouts"))
+      // A server's request timeouts: each set for 20 s and cancelled as its reply goes out. Were each
+      // the earliest task when set, each would wake the thread to wait for it instead.
+      for _ <- 1 to 1000 do s.scheduleOnce(20.seconds)(()).cancel()
+      (switches("due-timeouts") - before) should be < 20L
+      s.close()
+    }
+
     "be the scheduler of an actor system with fleetsim's configuration" in {
       val system = ActorSystem("due-scheduler-spec")
       try system.scheduler shouldBe a[DueScheduler]
