@@ -45,7 +45,7 @@ final class DueScheduler(config: Config, log: LoggingAdapter, threads: ThreadFac
     if delay.length <= 0 then
       if timer.isShutdown then throw IllegalStateException("cannot enqueue after timer shutdown")
       executor.execute(runnable)
-      Cancellable.alreadyCancelled
+      DueScheduler.Ran
     else runnable match
       case last: Scheduler.TaskRunOnClose =>
         runOnClose.add(last)
@@ -100,3 +100,9 @@ final class DueScheduler(config: Config, log: LoggingAdapter, threads: ThreadFac
         try task.run()
         catch case NonFatal(e) => log.error(e, "a task run as the scheduler closed failed")
     }
+
+object DueScheduler:
+  /** A task with no delay, handed to its executor at once: too late to cancel, and not cancelled. */
+  private val Ran: Cancellable = new Cancellable:
+    def cancel(): Boolean = false
+    def isCancelled: Boolean = false
