@@ -43,21 +43,18 @@ final class DueScheduler(config: Config, log: LoggingAdapter, threads: ThreadFac
 
   def scheduleOnce(delay: FiniteDuration, runnable: Runnable)(implicit executor: ExecutionContext): Cancellable =
     if delay.length <= 0 then
-      if timer.isShutdown then throw IllegalStateException("cannot enqueue after timer shutdown")
+      if timer.isShutdown then throw refused(null)
       executor.execute(runnable)
       DueScheduler.Ran
-    else runnable match
-      case last: Scheduler.TaskRunOnClose =>
-        runOnClose.add(last)
-        val due = at(delay.toNanos)(() => if runOnClose.remove(last) then executor.execute(last))
-        new Cancellable:
-          def cancel(): Boolean = runOnClose.remove(last) && due.cancel(false)
-          def isCancelled: Boolean = due.isCancelled
-      case _ =>
-        val due = at(delay.toNanos)(() => executor.execute(runnable))
-        new Cancellable:
-          def cancel(): Boolean = due.cancel(false)
-          def isCancelled: Boolean = due.isCancelled
+    else
+      val onClose = runnable.isInstanceOf[Scheduler.TaskRunOnClose]
+      if onClose then runOnClose.add(runnable)
+      // Whether this call takes the task: one Pekko wants run on close is taken once, by the timer, a cancel or the close.
+      def claimed = !onClose || runOnClose.remove(runnable)
+      val due = at(delay.toNanos)(() => if claimed then executor.execute(runnable))
+      new Cancellable:
+        def cancel(): Boolean = claimed && due.cancel(false)
+        def isCancelled: Boolean = due.isCancelled
 
   /** At a fixed rate: each run is due `interval` after the one before was due, and starts once that
     * one is done, on the executor. A run that throws ends the series, as Pekko's own scheduler does.
@@ -90,7 +87,9 @@ final class DueScheduler(config: Config, log: LoggingAdapter, threads: ThreadFac
 
   private def at(nanos: Long)(task: Runnable): ScheduledFuture[?] =
     try timer.schedule(task, nanos, TimeUnit.NANOSECONDS)
-    catch case e: RejectedExecutionException => throw IllegalStateException("cannot enqueue after timer shutdown", e)
+    catch case e: RejectedExecutionException => throw refused(e)
+
+  private def refused(cause: Throwable) = IllegalStateException("cannot enqueue after timer shutdown", cause)
 
   /** Stops the timer, then runs the tasks Pekko asked to have run on close, as Pekko's scheduler does. */
   def close(): Unit =
