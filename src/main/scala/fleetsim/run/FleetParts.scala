@@ -41,7 +41,7 @@ object FleetParts:
     val host: String = url.authority.host.address
 
     /** HTTP(S) to one server: the controller; for MQTT devices, a server a call names by its URL. */
-    def httpTo(scheme: String, host: String, port: Int, clientCa: Option[CertificateAuthority]): Transport =
+    def httpTo(scheme: String, host: String, port: Int, clientCa: Option[CertificateAuthority]): HttpTransport =
       val tls = Option.when(scheme == "https") {
         FleetTls(host, port, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)), FleetTls.certificates(settings.tls, clientCa),
           settings.profile.identityName, settings.tls.protocols)
@@ -49,7 +49,7 @@ object FleetParts:
       HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, devices)
 
     /** HTTP(S) to the server `url` names: the controller. */
-    def controller: Transport =
+    def controller: HttpTransport =
       httpTo(url.scheme, host, url.effectivePort, embeddedCa.filter(_ => settings.controller.clientCertsRequired))
 
     /** HTTP(S) to whichever server each call names by its URL (MQTT devices fetching a document a push named). */
@@ -71,8 +71,8 @@ object FleetParts:
     val faults = NetworkFaults(settings.http.requestTimeout, () => draws.current)
     val made = settings.transport.parts(Making(settings, url, embeddedCa, devices, metrics, holding, faults))
     val http = faults.transport(holding.fold(made.direct)(HeldBack.transport(made.direct, _)))
-    // Devices whose sessions have I/O threads of their own run, and their wheels tick, on them
-    // (MQTT's: bench/history/2026-11-23-mqtt-cpu-event-loops.md).
+    // Devices whose transport has I/O threads of their own run, and their wheels tick, on them
+    // (MQTT's event loops: bench/history/2026-11-23-mqtt-cpu-event-loops.md; plain HTTP's loops: ADR 0016).
     val wheel = TimingWheel(on = made.io)
     val dispatchers = made.io.fold(IndexedSeq.empty)(DeviceDispatcher.register(system.classicSystem, _))
     new FleetParts(metrics, http, made.sessions, wheel,

@@ -13,7 +13,10 @@ final class HttpKind extends TransportKind:
   def heapPerDevice(tls: Boolean, ownConnection: Boolean): Long =
     if !ownConnection then 1_000 else if tls then 30_000 else 20_000
 
-  def parts(made: FleetParts.Making): TransportKind.Parts = TransportKind.Parts(made.controller)
+  /** Over plain HTTP the devices run on their connections' loops (ADR 0016). */
+  def parts(made: FleetParts.Making): TransportKind.Parts =
+    val controller = made.controller
+    TransportKind.Parts(controller, io = controller.io)
 
 object HttpKind extends TransportKinds.Entry("http", defaultProfile = "ap-v1", help = ""):
   def profileSection: ProfileSection = HttpSection

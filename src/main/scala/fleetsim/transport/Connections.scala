@@ -91,17 +91,22 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
 
-  /** A new connection for `device`, read by `receiver`, with up to `depth` calls pipelined on it:
-    * plain, a socket that is its own wire, its reads parsed and answered on the pool; under TLS, a
-    * stream over the socket's stage. Its connection closes it when idle ([[Deadlines]]): a timeout on
-    * the socket would count a call waiting for its reply as idle.
+  /** The loops the devices of a fleet of `devices` may run on: a plain connection's receiver runs on
+    * its loop. None under TLS, whose replies reach their receiver through a stream on the pool.
     */
-  def open(device: Int, depth: Int, receiver: Wire.Receiver): Wire =
+  def io(devices: Int): Option[IoThreads] = Option.when(tls.isEmpty)(sockets.io(devices))
+
+  /** A new connection for `device`, on loop `loop`, read by `receiver`, with up to `depth` calls
+    * pipelined on it: plain, a socket that is its own wire, its reads parsed and answered on its
+    * loop; under TLS, a stream over the socket's stage. Its connection closes it when idle
+    * ([[Deadlines]]): a timeout on the socket would count a call waiting for its reply as idle.
+    */
+  def open(device: Int, loop: Int, depth: Int, receiver: Wire.Receiver): Wire =
     val local = sources.map(s => InetSocketAddress(s.of(device), 0))
     tls match
-      case None => sockets.open(address, local, settings.connectTimeout, receiver)
+      case None => sockets.open(address, local, settings.connectTimeout, receiver, loop)
       case Some(client) =>
-        val socket = sockets.connect(address, local, settings.connectTimeout)
+        val socket = sockets.connect(address, local, settings.connectTimeout, loop)
         val engine = client.engine(device)
         def over(e: SSLEngine) = TlsClientStage(e).join(socket)
         val bytes = engine.value match

@@ -71,6 +71,10 @@ object HttpSettings:
   * for each call, which the client closes once the reply is read, as a curl run for each call does.
   * A call a closing connection did not answer is sent again where that is safe ([[PipelinedConnection]]).
   *
+  * A plain connection is on one of the sockets' loops ([[Sockets]]), and so are the devices whose calls
+  * it carries ([[io]]): device i's calls go on connections of loop `i % loops`, shared ones first
+  * on its loop's share of them.
+  *
   * Once the server has closed a shared connection after its first reply, shared connections carry
   * one call each, and a call that finds no room goes on a connection of its own, as per-call: a
   * server that closes every connection after one reply cannot share them. A shared call sent again goes
@@ -82,6 +86,11 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     extends Transport:
   import PipelinedConnection.Call
 
+  /** The loops the devices run on, so that a device's calls are written and read on its own thread:
+    * None under TLS, whose devices stay on Pekko's pool.
+    */
+  val io: Option[IoThreads] = dialer.io(devices)
+  private val loops = io.fold(1)(_.size)
   private val size = if mode == ConnectionMode.Shared then settings.connectionsFor(devices) else 0
   private val busy = settings.pipelining.min(HttpTransport.Busy)
   private val shared = AtomicReferenceArray[PipelinedConnection](size)
@@ -97,10 +106,10 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   /** Puts a call on a connection as the mode says; one that none takes fails at once as Overloaded. */
   private def place(device: Int, call: Call): Unit =
     val taken = mode match
-      case ConnectionMode.Shared => placeShared(call)
+      case ConnectionMode.Shared => placeShared(device % loops, call)
       // A connection whose last reply is read as the call comes refuses it, closing: the call goes on a new one.
       case ConnectionMode.PerDevice => deviceConnection(device).offer(call) || placeOn(deviceConnection(device), call)
-      case ConnectionMode.PerCall => placeOn(connection(device, oneCall = true), call)
+      case ConnectionMode.PerCall => placeOn(connection(device, device % loops, oneCall = true), call)
     if !taken then call.reply.trySuccess(PipelinedConnection.Overloaded)
 
   /** A device's call on its connection. A connection that ended before it could take the call
@@ -114,29 +123,30 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
       true
     }
 
-  /** A shared call goes on the first connection, in their order, with fewer than [[busy]] calls in
-    * flight; when every one has that many, on the next in turn with room. So calls crowd onto as few
+  /** A shared call from a device on loop `loop` goes on the first of that loop's connections (slots
+    * `loop`, `loop + loops`, ...), in their order, with fewer than [[busy]] calls in flight; when
+    * every one has that many, on the next connection in turn with room, of any loop. So calls crowd onto as few
     * connections as the rate needs, each write and read carrying many (the others open only when
     * needed, and close when idle), and the fleet's full room is there for a burst. Spread evenly over
     * 64 connections, 10,000 calls a second cost a write, a read and a selector's wake-up each: about
     * half the fleet's CPU (bench/history/2026-11-26-cpu-calls-crowded.md).
     */
-  private def placeShared(call: Call): Boolean =
-    @tailrec def crowd(slot: Int): Boolean = slot < size && (sharedConnection(slot).offer(call, busy) || crowd(slot + 1))
+  private def placeShared(loop: Int, call: Call): Boolean =
+    @tailrec def crowd(slot: Int): Boolean = slot < size && (sharedConnection(slot).offer(call, busy) || crowd(slot + loops))
     @tailrec def spread(first: Int, tried: Int): Boolean =
       tried < size && (sharedConnection(Math.floorMod(first + tried, size)).offer(call) || spread(first, tried + 1))
     // The shared turn is taken only when every connection is busy: a call that crowds on touches no shared counter.
-    crowd(0) || spread(next.getAndIncrement(), 0) || (closesEach && ownConnection(call))
+    crowd(loop) || spread(next.getAndIncrement(), 0) || (closesEach && ownConnection(loop, call))
 
-  /** A call on a new connection that carries it alone; false when [[HttpTransport.MaxOwn]] are open
+  /** A call on a new connection on loop `loop` that carries it alone; false when [[HttpTransport.MaxOwn]] are open
     * already: a slow first reply must not let a ramp open thousands.
     */
-  private def ownConnection(call: Call): Boolean =
+  private def ownConnection(loop: Int, call: Call): Boolean =
     if ownOpen.incrementAndGet() > HttpTransport.MaxOwn then
       ownOpen.decrementAndGet()
       false
     else
-      val opened = connection(0, oneCall = true)
+      val opened = connection(0, loop, oneCall = true)
       opened.finished.onComplete(_ => ownOpen.decrementAndGet())(using ExecutionContext.parasitic)
       opened.offer(call)
 
@@ -144,8 +154,8 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val current = shared.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = PipelinedConnection(dialer.open(slot, _, _), settings.pipelining, deadlines, settings.limits, idles = true,
-        resend = call => if !ownConnection(call) then call.reply.trySuccess(PipelinedConnection.Overloaded),
+      val fresh = PipelinedConnection(dialer.open(slot, slot % loops, _, _), settings.pipelining, deadlines, settings.limits, idles = true,
+        resend = call => if !ownConnection(slot % loops, call) then call.reply.trySuccess(PipelinedConnection.Overloaded),
         closedAfterOne = () => closesEach = true, trusted = () => !closesEach)
       if shared.compareAndSet(slot, current, fresh) then fresh
       else
@@ -162,15 +172,15 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val kept = own.compute(device, (_, current) => {
       if current != null && current.isOpen then current
       else
-        opened = connection(device)
+        opened = connection(device, device % loops)
         opened
     })
     if opened != null then opened.finished.onComplete(_ => own.remove(device, opened))(using ExecutionContext.parasitic)
     kept
 
-  /** A new connection for `device` (a shared slot's number, for shared ones); what it leaves unanswered is placed again. */
-  private def connection(device: Int, oneCall: Boolean = false): PipelinedConnection =
-    PipelinedConnection(dialer.open(device, _, _), if oneCall then 1 else settings.pipelining, deadlines, settings.limits, oneCall, idles = !oneCall,
+  /** A new connection for `device` on loop `loop`; what it leaves unanswered is placed again. */
+  private def connection(device: Int, loop: Int, oneCall: Boolean = false): PipelinedConnection =
+    PipelinedConnection(dialer.open(device, loop, _, _), if oneCall then 1 else settings.pipelining, deadlines, settings.limits, oneCall, idles = !oneCall,
       resend = place(device, _))
 
   def close(): Future[Done] =

@@ -12,20 +12,21 @@ import java.io.IOException
 import java.net.{InetSocketAddress, StandardSocketOptions}
 import java.nio.ByteBuffer
 import java.nio.channels.{SelectionKey, Selector, SocketChannel}
-import java.util.concurrent.ConcurrentLinkedQueue
-import java.util.concurrent.atomic.AtomicBoolean
+import java.util.concurrent.{ConcurrentLinkedQueue, FutureTask}
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicReferenceArray}
 import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.FiniteDuration
 import scala.util.control.NonFatal
 
-/** The HTTP client's TCP connections, on one selector thread of the fleet's own (ADR 0014), as
-  * Netty's event loop runs them: that thread does every read and write. A connection hands it the
-  * bytes to write and wakes it, once for whatever comes while it wakes, so the calls of a burst
-  * leave in one write. What it reads goes to the connection's stage ([[connect]], under TLS), or,
-  * for a plain socket that is its own [[Wire]] ([[open]]), to its receiver in one task on the
-  * devices' pool, which parses and answers it there: this thread only reads and writes (ADR 0014).
-  * Pekko IO took a hand-over to its connection actor and one back for each read, and three for each
-  * write and its ack.
+/** The HTTP client's TCP connections, on selector threads of the fleet's own (ADR 0014), as Netty's
+  * event loops run them: a connection's loop does every read and write for it. A connection hands
+  * its loop the bytes to write and wakes it, once for whatever comes while it wakes, so the calls of
+  * a burst leave in one write. What it reads goes to the connection's stage ([[connect]], under
+  * TLS), or, for a plain socket that is its own [[Wire]] ([[open]]), to its receiver on the loop,
+  * which parses and answers it there. The loops are [[IoThreads]] too: a plain HTTP fleet's devices
+  * run on them, and their wake-ups fire there, so a call is made, written, read and answered on one
+  * thread, and none is woken for it (ADR 0016). Pekko IO took a hand-over to its connection actor
+  * and one back for each read, and three for each write and its ack.
   *
   * A connection that cannot be made (refused, unreachable, timed out, its source address not
   * bindable) fails as a [[StreamTcpException]]: `connectFailed`. One that breaks after it was made
@@ -34,89 +35,141 @@ import scala.util.control.NonFatal
 final class Sockets private (system: ActorSystem[?]) extends Extension:
   import Sockets.*
 
-  private val selector = Selector.open()
-  private val tasks = ConcurrentLinkedQueue[Runnable]()
-  private val flushes = ConcurrentLinkedQueue[Socket]()
-  private val woken = AtomicBoolean() // a wake-up is on its way: what is queued meanwhile rides on it
   @volatile private var open = true
-  // The selector thread's: every read lands in the one, copied out at its size; every write leaves from the other.
-  private val inBuffer = ByteBuffer.allocateDirect(ReadBuffer)
-  private val outBuffer = ByteBuffer.allocateDirect(WriteBuffer)
-  private val thread = Thread(() => loop(), s"${system.name}-sockets") // "fleetsim-sockets" in a fleet
-  thread.setDaemon(true)
-  thread.start()
+  /** Up to one a core, each started when first asked for: a fleet uses as many as its size needs. */
+  private val loops = AtomicReferenceArray[Loop](Runtime.getRuntime.availableProcessors.max(1))
 
-  /** A TCP connection to `remote`, from `local` when given, that is its own wire: `receiver` hears
-    * what it reads on the pool, one task at a time.
+  /** Loop `i`, any number (it wraps), started if it is not yet. */
+  private def loop(i: Int): Loop =
+    val at = i % loops.length
+    val started = loops.get(at)
+    if started != null then started
+    else synchronized {
+      if loops.get(at) == null then loops.set(at, Loop(at))
+      loops.get(at)
+    }
+
+  /** The first loops, as many as `devices` need (one per [[DevicesPerLoop]], up to one per core):
+    * a small fleet on every core wakes each for its own ticks and reads (ADR 0009).
     */
-  def open(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration, receiver: Wire.Receiver): Wire =
-    Socket(remote, local, connectTimeout, receiver, () => (), onPool = true)
+  def io(devices: Int): IoThreads = new IoThreads:
+    val size: Int = ((devices + DevicesPerLoop - 1) / DevicesPerLoop).max(1).min(loops.length)
+    private val mine = IndexedSeq.tabulate(size)(loop)
+    def current: Int =
+      val thread = Thread.currentThread
+      var i = 0
+      while i < size && (mine(i).thread ne thread) do i += 1
+      if i < size then i else -1
+    def execute(thread: Int, task: Runnable): Unit = mine(thread).execute(task)
+    def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?] = mine(thread).after(delay, task)
 
-  /** A TCP connection to `remote`, from `local` when given, as a flow of bytes (under TLS). Finishing
-    * its input half-closes the socket once what was written has left; cancelling its output closes it.
+  /** A TCP connection to `remote`, from `local` when given, on loop `loop` (any number: it wraps),
+    * that is its own wire: `receiver` hears what it reads on that loop.
     */
-  def connect(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration): Flow[ByteString, ByteString, NotUsed] =
-    Flow.fromGraph(Connection(remote, local, connectTimeout))
+  def open(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration, receiver: Wire.Receiver,
+      loop: Int): Wire =
+    Socket(this.loop(loop), remote, local, connectTimeout, receiver, () => ())
 
-  /** Runs `task` on the selector thread. */
-  private def execute(task: Runnable): Unit =
-    tasks.add(task)
-    wake()
-
-  private def flush(socket: Socket): Unit =
-    flushes.add(socket)
-    wake()
-
-  private def wake(): Unit = if !woken.getAndSet(true) then selector.wakeup()
+  /** A TCP connection to `remote`, from `local` when given, on loop `loop` (any number: it wraps), as
+    * a flow of bytes (under TLS). Finishing its input half-closes the socket once what was written
+    * has left; cancelling its output closes it.
+    */
+  def connect(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration,
+      loop: Int): Flow[ByteString, ByteString, NotUsed] =
+    Flow.fromGraph(Connection(this.loop(loop), remote, local, connectTimeout))
 
   private def close(): Unit =
     open = false
-    selector.wakeup()
+    synchronized((0 until loops.length).flatMap(i => Option(loops.get(i)))).foreach(_.selector.wakeup())
 
-  private def loop(): Unit =
-    try
-      while open do
-        selector.select(key => key.attachment.asInstanceOf[Socket].ready(key))
-        woken.set(false) // before the queues are read: what is queued after this wakes the selector again
-        var task = tasks.poll()
-        while task != null do
-          try task.run() catch case NonFatal(e) => Complaints.warn("sockets", s"a socket task failed: $e")
-          task = tasks.poll()
-        var socket = flushes.poll()
-        while socket != null do
-          try socket.write() catch case NonFatal(e) => socket.end(Some(e))
-          socket = flushes.poll()
-    finally
-      selector.keys.forEach(key => try key.channel.close() catch case _: IOException => ())
-      selector.close()
+  /** One selector thread: its sockets, the tasks handed to it, and its timers. */
+  private final class Loop(index: Int):
+    val selector: Selector = Selector.open()
+    private val tasks = ConcurrentLinkedQueue[Runnable]()
+    private val flushes = ConcurrentLinkedQueue[Socket]()
+    private val woken = AtomicBoolean() // a wake-up is on its way: what is queued meanwhile rides on it
+    private val timers = java.util.PriorityQueue[Timer]() // the loop's own
+    // The loop's: every read lands in the one, copied out at its size; every write leaves from the other.
+    val inBuffer: ByteBuffer = ByteBuffer.allocateDirect(ReadBuffer)
+    val outBuffer: ByteBuffer = ByteBuffer.allocateDirect(WriteBuffer)
+    val thread: Thread = Thread(() => loop(), s"${system.name}-sockets-$index") // "fleetsim-sockets-0" in a fleet
+    thread.setDaemon(true)
+    thread.start()
 
-  /** One TCP connection. Its connect starts at once; all else happens on the selector thread, which
+    /** Runs `task` on this loop, after what was handed to it before; from the loop itself, without waking it. */
+    def execute(task: Runnable): Unit =
+      tasks.add(task)
+      if Thread.currentThread ne thread then wake()
+
+    def flush(socket: Socket): Unit =
+      flushes.add(socket)
+      if Thread.currentThread ne thread then wake()
+
+    /** Runs `task` once on this loop, `delay` from now, unless cancelled first. */
+    def after(delay: FiniteDuration, task: () => Unit): java.util.concurrent.Future[?] =
+      val timer = Timer(System.nanoTime() + delay.toNanos, task)
+      if Thread.currentThread eq thread then timers.add(timer) else execute(() => timers.add(timer))
+      timer
+
+    private def wake(): Unit = if !woken.getAndSet(true) then selector.wakeup()
+
+    private def loop(): Unit =
+      val handler: java.util.function.Consumer[SelectionKey] = key => key.attachment.asInstanceOf[Socket].ready(key)
+      try
+        while open do
+          if !tasks.isEmpty || !flushes.isEmpty then selector.selectNow(handler) // queued by the loop itself: no wake-up came for it
+          else
+            val next = timers.peek()
+            if next == null then selector.select(handler)
+            else
+              val wait = next.due - System.nanoTime()
+              if wait <= 0 then selector.selectNow(handler)
+              else selector.select(handler, ((wait + 999_999) / 1_000_000).max(1)) // whole milliseconds, never early
+          woken.set(false) // before the queues are read: what is queued after this wakes the selector again
+          val now = System.nanoTime()
+          while !timers.isEmpty && timers.peek().due - now <= 0 do timers.poll().run()
+          var task = tasks.poll()
+          while task != null do
+            try task.run() catch case NonFatal(e) => Complaints.warn("sockets", s"a socket task failed: $e")
+            task = tasks.poll()
+          var socket = flushes.poll()
+          while socket != null do
+            try socket.write() catch case NonFatal(e) => socket.end(Some(e))
+            socket = flushes.poll()
+      finally
+        selector.keys.forEach(key => try key.channel.close() catch case _: IOException => ())
+        selector.close()
+
+  /** A task due at `due` (System.nanoTime); cancelled, it does not run. */
+  private final class Timer(val due: Long, task: () => Unit) extends FutureTask[Unit](() => task()), Comparable[Timer]:
+    def compareTo(other: Timer): Int = java.lang.Long.compare(due - other.due, 0)
+
+  /** One TCP connection. Its connect starts at once; all else happens on the loop, which
     * tells `receiver` what it read, and its end once: the server's close ends it too, as an HTTP
     * client never keeps a connection half-open. `outgoing` and the flags beside it are shared with
-    * the threads that write, under the lock of `this`; the rest are the selector thread's.
+    * the threads that write, under the lock of `this`; the rest are the loop's.
     *
     * @param room called when so much had waited to be written that [[handOver]] said to stop, and it has gone
     */
-  private final class Socket(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration,
-      receiver: Wire.Receiver, room: () => Unit, onPool: Boolean = false) extends Wire:
+  private final class Socket(loop: Loop, remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration,
+      receiver: Wire.Receiver, room: () => Unit) extends Wire:
     private var channel: SocketChannel = null
-    private val to: Wire.Receiver = if onPool then Inbox() else receiver
 
     // Shared, under this lock.
     private var outgoing = ByteString.empty // handed over to be written
-    private var queued = false // in the selector thread's flushes
+    private var queued = false // in the loop's flushes
     private var finishing = false // nothing more will be handed over: half-close once it is written
     private var shut = false // closed or aborted: nothing more is taken
     private var full = false // too much waits: the writer waits for room()
 
-    // The selector thread's.
+    // The loop's.
     private var key: SelectionKey = null
     private var unwritten = ByteString.empty // what the socket did not take yet
     private var writable = false // connected, and the output not yet shut
     private var connected = false
     private var ended = false // the receiver heard the end
 
-    private var timeout: Cancellable = Cancellable.alreadyCancelled // the connect's; set before the selector thread sees the socket
+    private var timeout: Cancellable = Cancellable.alreadyCancelled // the connect's; set before the loop sees the socket
 
     try
       channel = SocketChannel.open()
@@ -125,10 +178,10 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       local.foreach(channel.bind)
       channel.connect(remote)
       timeout = system.scheduler.scheduleOnce(connectTimeout,
-        () => execute(() => if !connected then end(Some(connectFailed(s"no connection to $remote within $connectTimeout")))))(
+        () => loop.execute(() => if !connected then end(Some(connectFailed(s"no connection to $remote within $connectTimeout")))))(
         using ExecutionContext.parasitic)
-      execute(() => register())
-    catch case NonFatal(e) => execute(() => end(Some(connectFailed(e.toString)))) // a descriptor it cannot have fails the connect
+      loop.execute(() => register())
+    catch case NonFatal(e) => loop.execute(() => end(Some(connectFailed(e.toString)))) // a descriptor it cannot have fails the connect
 
     /** False when the socket has ended: what it is handed then is dropped. */
     def write(bytes: ByteString): Boolean =
@@ -140,9 +193,9 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
 
     private def shutAnd(task: Runnable): Unit =
       val first = synchronized { val first = !shut; shut = true; first }
-      if first then execute(task)
+      if first then loop.execute(task)
 
-    /** Hands `bytes` to the selector thread, queueing this socket to be written unless it is queued
+    /** Hands `bytes` to the loop, queueing this socket to be written unless it is queued
       * already; false when so much waits that the writer should wait for `room`. With `finish`,
       * nothing more comes: the socket half-closes once all of it is written.
       */
@@ -156,19 +209,19 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         queued ||= first
         (first, !full)
       }
-      if first then flush(this)
+      if first then loop.flush(this)
       hasRoom
 
     /** Stops reading, or reads again: the reader has not taken what came. */
-    def pauseReading(paused: Boolean): Unit = execute(() => reading(!paused))
+    def pauseReading(paused: Boolean): Unit = loop.execute(() => reading(!paused))
 
-    // What follows runs on the selector thread.
+    // What follows runs on the loop.
 
     /** The channel joins the selector, interested in what it waits for. */
     private def register(): Unit =
       if !ended then
         try
-          key = channel.register(selector, if channel.isConnected then SelectionKey.OP_READ else SelectionKey.OP_CONNECT, this)
+          key = channel.register(loop.selector, if channel.isConnected then SelectionKey.OP_READ else SelectionKey.OP_CONNECT, this)
           if channel.isConnected then connectedNow()
         catch case NonFatal(e) => end(Some(connectFailed(e.toString)))
 
@@ -200,13 +253,13 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       catch case NonFatal(e) => end(Some(e))
 
     private def read(): Unit =
-      inBuffer.clear()
-      val n = channel.read(inBuffer)
+      loop.inBuffer.clear()
+      val n = channel.read(loop.inBuffer)
       if n > 0 then
         val bytes = new Array[Byte](n)
-        inBuffer.flip()
-        inBuffer.get(bytes)
-        to.received(ByteString.fromArrayUnsafe(bytes))
+        loop.inBuffer.flip()
+        loop.inBuffer.get(bytes)
+        receiver.received(ByteString.fromArrayUnsafe(bytes))
       else if n < 0 then end(None)
 
     /** Writes what the socket did not take before, then what was handed over since; the rest when
@@ -233,10 +286,10 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
 
     /** One write of as much as the write buffer holds. */
     private def writeOut(): Unit =
-      outBuffer.clear()
-      unwritten.copyToBuffer(outBuffer)
-      outBuffer.flip()
-      unwritten = unwritten.drop(channel.write(outBuffer))
+      loop.outBuffer.clear()
+      unwritten.copyToBuffer(loop.outBuffer)
+      loop.outBuffer.flip()
+      unwritten = unwritten.drop(channel.write(loop.outBuffer))
       if unwritten.nonEmpty then key.interestOpsOr(SelectionKey.OP_WRITE)
 
     /** What is left goes if the socket takes it now (a TLS close_notify). */
@@ -252,57 +305,12 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
         synchronized { shut = true }
         timeout.cancel()
         if channel != null then try channel.close() catch case _: IOException => ()
-        to.ended(failure)
-
-    /** The receiver's calls, in order, on the pool: the selector thread only reads, and each read's
-      * replies are parsed and answered by one task there, which takes whatever came meanwhile too.
-      * Reading stops while much waits for the pool.
-      */
-    private final class Inbox extends Wire.Receiver, Runnable:
-      // Under the inbox's lock.
-      private var waiting = ByteString.empty // read, not yet handed on
-      private var end: Option[Option[Throwable]] = None // the end, once read
-      private var handing = false // a task is on the pool, or running
-      private var paused = false // reading stopped while much waits
-
-      def received(bytes: ByteString): Unit =
-        val (first, pause) = synchronized {
-          waiting ++= bytes
-          val pause = !paused && waiting.length > ReadAhead
-          paused ||= pause
-          (start(), pause)
-        }
-        if pause then reading(false) // on the selector thread already
-        if first then system.executionContext.execute(this)
-
-      def ended(failure: Option[Throwable]): Unit =
-        if synchronized { end = Some(failure); start() } then system.executionContext.execute(this)
-
-      /** True when no task is handing on: the caller starts one. */
-      private def start(): Boolean = !handing && { handing = true; true }
-
-      def run(): Unit =
-        var more = true
-        while more do
-          val (bytes, last, resume) = synchronized {
-            val bytes = waiting
-            val last = end
-            val resume = paused && bytes.nonEmpty // a paused socket reads again once what waited is taken
-            waiting = ByteString.empty
-            end = None
-            if resume then paused = false
-            handing = bytes.nonEmpty || last.nonEmpty // nothing came: the next read starts a task
-            (bytes, last, resume)
-          }
-          if resume then pauseReading(false)
-          if bytes.nonEmpty then receiver.received(bytes)
-          last.foreach(receiver.ended)
-          more = bytes.nonEmpty || last.nonEmpty
+        receiver.ended(failure)
 
   /** A [[Socket]] as a stage, for TLS above it: what it reads waits for the stage's demand, and
     * reading stops while much waits.
     */
-  private final class Connection(remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration)
+  private final class Connection(loop: Loop, remote: InetSocketAddress, local: Option[InetSocketAddress], connectTimeout: FiniteDuration)
       extends GraphStage[FlowShape[ByteString, ByteString]]:
     val in: Inlet[ByteString] = Inlet("Sockets.in")
     val out: Outlet[ByteString] = Outlet("Sockets.out")
@@ -314,7 +322,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       private var readingPaused = false
       private var serverDone = false // the server closed: what it sent is all it sends
 
-      // Called from the selector thread: each runs on the stage's own.
+      // Called from the loop: each runs on the stage's own.
       private val onRead = getAsyncCallback[ByteString](got)
       private val onEnd = getAsyncCallback[Option[Throwable]] {
         case Some(e) => failStage(e)
@@ -328,7 +336,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       def ended(failure: Option[Throwable]): Unit = onEnd.invoke(failure)
 
       override def preStart(): Unit =
-        socket = Socket(remote, local, connectTimeout, this, () => onRoom.invoke(()))
+        socket = Socket(loop, remote, local, connectTimeout, this, () => onRoom.invoke(()))
         pull(in)
 
       setHandler(in, new InHandler:
@@ -360,9 +368,11 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
   private def connectFailed(why: String) = StreamTcpException(s"no connection to the server: $why")
 
 object Sockets extends ExtensionId[Sockets]:
+  /** Devices a loop carries before the next loop is used, up to one a core ([[Sockets.io]]). */
+  val DevicesPerLoop = 5000
   /** A read: as much as a whole pipelined burst of replies usually is. */
   private val ReadBuffer = 64 * 1024
-  /** Bytes read ahead of the reader before the socket stops being read. */
+  /** Bytes read ahead of a stage before the socket stops being read. */
   private val ReadAhead = 256 * 1024
   /** A write: a burst of calls, or a slice of a larger one. */
   private val WriteBuffer = 64 * 1024

@@ -6,9 +6,9 @@ import org.apache.pekko.stream.{KillSwitches, QueueOfferResult}
 import org.apache.pekko.util.ByteString
 
 /** A connection's bytes, both ways, for an HTTP client connection ([[PipelinedConnection]]): written
-  * by calls, read by a [[Wire.Receiver]]'s callbacks on the devices' pool. A plain TCP socket is a
-  * wire with no stream in between ([[Sockets.open]]); a TLS connection or an SSH channel is a stream
-  * of bytes, run as one ([[Wire.over]]).
+  * by calls, read by a [[Wire.Receiver]]'s callbacks. A plain TCP socket is a wire with no stream in
+  * between ([[Sockets.open]]), its receiver called on the socket's loop; a TLS connection or an SSH
+  * channel is a stream of bytes, run as one ([[Wire.over]]), its receiver called on the pool.
   */
 trait Wire:
   /** Sends `bytes` after those written before; false when the wire has ended and takes nothing. */

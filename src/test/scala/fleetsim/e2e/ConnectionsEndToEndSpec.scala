@@ -3,13 +3,13 @@ package fleetsim.e2e
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import fleetsim.transport.ConnectionMode
+import fleetsim.transport.{ConnectionMode, Dialer, HttpSettings, HttpTransport, MessageKind, Reply, Request, Sockets}
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
 
 import java.nio.file.Files
-import scala.concurrent.Await
+import scala.concurrent.{Await, Future, Promise}
 import scala.concurrent.duration.*
 
 /** How devices share connections, and where they call from, as the reference controller sees it
@@ -125,5 +125,33 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
       val error = intercept[fleetsim.profile.ProfileError](RunSettings(c))
       val line = java.nio.file.Files.readAllLines(java.nio.file.Path.of(profile)).size // the last line says it
       assert(error.getMessage == s"$profile:$line: connection = shared cannot carry each device's own address (--source-ips): say per-device or per-call")
+    }
+  }
+
+  "a plain connection" should {
+    "be written, read and answered on the loop of the device that calls (nginx), in every mode" in {
+      val nginx = HttpServers.nginx("")
+      try
+        withSystem(ConfigFactory.load()) {
+          given scala.concurrent.ExecutionContext = scala.concurrent.ExecutionContext.parasitic // where the reply completes
+          val settings = HttpSettings(ConfigFactory.load())
+          val get = Request(MessageKind("stats", 0, periodic = true), "GET", "/", Array.emptyByteArray, Array.emptyByteArray)
+          for mode <- ConnectionMode.values do
+            val devices = Sockets.DevicesPerLoop * 2 // two loops on two cores or more
+            val http = HttpTransport("127.0.0.1", nginx.port, Dialer("127.0.0.1", nginx.port, settings, None, None), mode, settings, devices)
+            val io = http.io.getOrElse(fail("plain connections offer their loops to the devices"))
+            // Each call made on its device's loop, as a device there makes it.
+            val answered = (0 until 40).map { device =>
+              val done = Promise[(Int, String, Reply)]()
+              io.execute(io.of(device), () =>
+                http.send(device, get).onComplete(r => done.success((device, Thread.currentThread.getName, r.get))))
+              done.future
+            }
+            for (device, thread, reply) <- Await.result(Future.sequence(answered), 30.seconds) do
+              assert(reply.isInstanceOf[Reply.Response], s"$mode: device $device: $reply")
+              assert(thread == s"e2e-sockets-${io.of(device)}", s"$mode: device $device's reply was answered on $thread")
+            Await.result(http.close(), 10.seconds)
+        }
+      finally nginx.stop()
     }
   }

@@ -29,6 +29,7 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
   private lazy val system: ActorSystem[Nothing] = ActorSystem(Behaviors.empty, "sockets", ConfigFactory.load())
   private given ActorSystem[Nothing] = system
   private lazy val sockets = Sockets(system)
+  private val cores = Runtime.getRuntime.availableProcessors
   override def afterAll(): Unit = system.terminate()
 
   private def server(): ServerSocketChannel =
@@ -54,7 +55,7 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
       try
         val sent = (0 until 2000).map(i => ByteString(s"call $i;"))
         val (input, received) = Source.queue[ByteString](4096)
-          .via(sockets.connect(address(listening), None, 5.seconds))
+          .via(sockets.connect(address(listening), None, 5.seconds, 0))
           .toMat(Sink.fold(ByteString.empty)(_ ++ _))(Keep.both).run()
         val peer = listening.accept()
         sent.foreach(input.offer)
@@ -76,7 +77,7 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
         val chunks = (0 until total).map(i => ByteString(Array.fill[Byte](size)((i % 251).toByte)))
         val taken = java.util.concurrent.atomic.AtomicInteger()
         val done = Source(chunks).map { c => taken.incrementAndGet(); c }
-          .via(sockets.connect(address(listening), None, 5.seconds)).runWith(Sink.ignore)
+          .via(sockets.connect(address(listening), None, 5.seconds, 0)).runWith(Sink.ignore)
         val peer = listening.accept()
         // Not read, the server's buffers fill, then the client's, then its stage's batch: it takes no more.
         var last = -1
@@ -92,7 +93,7 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
       finally listening.close()
     }
 
-    "as a wire, hand what it reads to its receiver on the pool, not the sockets' thread, and say its end once: the server's close, or an abort" in {
+    "as a wire, hand what it reads to its receiver on the loop it was opened on, and say its end once: the server's close, or an abort" in {
       val listening = server()
       try
         final class Heard extends Wire.Receiver:
@@ -101,20 +102,20 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
           def received(b: ByteString): Unit = bytes.add(b.utf8String -> Thread.currentThread.getName)
           def ended(failure: Option[Throwable]): Unit = ends.add(failure)
         val heard = Heard()
-        val wire = sockets.open(address(listening), None, 5.seconds, heard)
+        val wire = sockets.open(address(listening), None, 5.seconds, heard, 1)
         assert(wire.write(ByteString("GET / HTTP/1.1\r\n\r\n")))
         val peer = listening.accept()
         assert(readUpTo(peer, 18).utf8String == "GET / HTTP/1.1\r\n\r\n")
         peer.write(ByteBuffer.wrap("HTTP/1.1 204 No Content\r\n\r\n".getBytes))
         val (got, thread) = heard.bytes.poll(10, java.util.concurrent.TimeUnit.SECONDS)
-        assert(got == "HTTP/1.1 204 No Content\r\n\r\n" && thread.startsWith("sockets-pekko.actor.default-dispatcher"), thread)
+        assert(got == "HTTP/1.1 204 No Content\r\n\r\n" && thread == s"sockets-sockets-${1 % cores}", thread)
         peer.close()
         assert(heard.ends.poll(10, java.util.concurrent.TimeUnit.SECONDS) == None)
         wire.close() // closing after the end says nothing more
         assert(!wire.write(ByteString("more")), "an ended wire takes nothing")
 
         val aborted = Heard()
-        val second = sockets.open(address(listening), None, 5.seconds, aborted)
+        val second = sockets.open(address(listening), None, 5.seconds, aborted, 0)
         val held = listening.accept()
         val cause = RuntimeException("stuck")
         second.abort(cause)
@@ -126,14 +127,15 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
       finally listening.close()
     }
 
-    "as a wire, stop reading while its receiver has not taken what came, and lose nothing when it takes it" in {
+    "as a wire, stop reading while its receiver is slow to take what came, and lose nothing when it takes it" in {
       val listening = server()
       try
         val gate = java.util.concurrent.CountDownLatch(1)
         val got = java.util.concurrent.ConcurrentLinkedQueue[ByteString]()
+        // A receiver runs on its socket's loop: one that is slow holds the loop, which reads nothing meanwhile.
         val wire = sockets.open(address(listening), None, 5.seconds, new Wire.Receiver:
-          def received(bytes: ByteString): Unit = { gate.await(); got.add(bytes) } // a receiver that is slow to take its first read
-          def ended(failure: Option[Throwable]): Unit = ())
+          def received(bytes: ByteString): Unit = { gate.await(); got.add(bytes) }
+          def ended(failure: Option[Throwable]): Unit = (), 0)
         val peer = listening.accept()
         val all = ByteString(Array.tabulate[Byte](12 * 1024 * 1024)(i => (i % 251).toByte)) // far more than the sockets' buffers hold
         val sent = java.util.concurrent.atomic.AtomicInteger()
@@ -158,14 +160,14 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
 
     "fail a refused connect as StreamTcpException (connectFailed), and a reset after connecting as a broken connection" in {
       val closedPort = { val s = server(); val a = address(s); s.close(); a }
-      val refused = Source.maybe[ByteString].via(sockets.connect(closedPort, None, 5.seconds)).runWith(Sink.ignore)
+      val refused = Source.maybe[ByteString].via(sockets.connect(closedPort, None, 5.seconds, 0)).runWith(Sink.ignore)
       val e = Try(Await.result(refused, 10.seconds)).failed.get
       assert(e.isInstanceOf[StreamTcpException] && Replies.reason(e) == FailureReason.ConnectFailed, e)
 
       val listening = server()
       try
         val hello = scala.concurrent.Promise[ByteString]()
-        val reset = Source.maybe[ByteString].via(sockets.connect(address(listening), None, 5.seconds))
+        val reset = Source.maybe[ByteString].via(sockets.connect(address(listening), None, 5.seconds, 0))
           .runWith(Sink.foreach(bytes => hello.trySuccess(bytes)))
         val peer = listening.accept()
         peer.write(ByteBuffer.wrap("hello".getBytes))
@@ -183,7 +185,7 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
       val fillers = (0 until 4).flatMap(_ => Try { val c = SocketChannel.open(); c.configureBlocking(false); c.connect(address(listening)); c }.toOption)
       try
         val started = System.nanoTime()
-        val hung = Source.maybe[ByteString].via(sockets.connect(address(listening), None, 500.millis)).runWith(Sink.ignore)
+        val hung = Source.maybe[ByteString].via(sockets.connect(address(listening), None, 500.millis, 0)).runWith(Sink.ignore)
         val e = Try(Await.result(hung, 10.seconds)).failed.get
         assert(Replies.reason(e) == FailureReason.ConnectFailed && e.getMessage.contains("within 500 milliseconds"), e)
         assert((System.nanoTime() - started).nanos >= 500.millis)
@@ -192,18 +194,18 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
         listening.close()
     }
 
-    "close its descriptor when the stream ends, and run all connections on one thread" in {
+    "close its descriptor when the stream ends, and run all the connections on a loop on its one thread, with a loop at most a core" in {
       def descriptors = java.io.File("/proc/self/fd").list().length
       val listening = server()
       val before = descriptors
       try
         val connections = (0 until 200).map { _ =>
-          val (input, done) = Source.queue[ByteString](1).via(sockets.connect(address(listening), None, 5.seconds))
+          val (input, done) = Source.queue[ByteString](1).via(sockets.connect(address(listening), None, 5.seconds, 0))
             .toMat(Sink.ignore)(Keep.both).run()
           (input, done, listening.accept())
         }
-        val threads = Thread.getAllStackTraces.keySet.asScala.count(_.getName == "sockets-sockets") // this system's
-        assert(threads == 1)
+        val threads = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName).filter(_.startsWith("sockets-sockets-")) // this system's
+        assert(threads.count(_ == "sockets-sockets-0") == 1 && threads.size <= cores, threads)
         connections.foreach((input, _, _) => input.complete())
         // Each server side reads the end of the stream, and closing its side ends the client's stream: both closed.
         connections.foreach { (_, done, peer) =>
@@ -213,5 +215,29 @@ class SocketsSpec extends AnyWordSpec with Eventually with BeforeAndAfterAll:
         }
         eventually(assert(descriptors <= before))
       finally listening.close()
+    }
+  }
+
+  "The loops, as I/O threads for devices" should {
+    "be as many as the fleet needs up to one a core, run a task on the loop asked for, and a timer not early, nor once cancelled" in {
+      assert(sockets.io(1).size == 1 && sockets.io(Sockets.DevicesPerLoop * cores + 1).size == cores)
+      val io = sockets.io(Sockets.DevicesPerLoop * cores)
+      assert(io.current == -1, "a thread of the test's is none of them")
+      val ran = java.util.concurrent.LinkedBlockingQueue[(String, Int, Long)]() // what ran, on which loop, when
+      val last = io.size - 1
+      io.execute(last, () => ran.add(("task", io.current, System.nanoTime())))
+      assert(ran.poll(10, java.util.concurrent.TimeUnit.SECONDS) match { case ("task", `last`, _) => true; case _ => false })
+
+      val asked = System.nanoTime()
+      val cancelled = io.after(last, 50.millis)(() => ran.add(("cancelled", io.current, System.nanoTime())))
+      io.after(last, 150.millis)(() => ran.add(("timer", io.current, System.nanoTime())))
+      assert(cancelled.cancel(false))
+      // Asked from the loop itself, a timer needs no wake-up to be seen.
+      io.execute(0, () => io.after(0, 20.millis)(() => ran.add(("from its loop", io.current, System.nanoTime()))))
+      val first = ran.poll(10, java.util.concurrent.TimeUnit.SECONDS)
+      assert(first._1 == "from its loop" && first._2 == 0 && first._3 - asked >= 20.millis.toNanos, first)
+      val second = ran.poll(10, java.util.concurrent.TimeUnit.SECONDS)
+      assert(second._1 == "timer" && second._2 == last && second._3 - asked >= 150.millis.toNanos, second)
+      assert(ran.isEmpty, "the cancelled timer never ran")
     }
   }
