@@ -5,11 +5,8 @@ import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import fleetsim.protocol.ApiCall
 import fleetsim.transport.FailureReason
-import org.apache.pekko.actor.typed.scaladsl.Behaviors
-import org.apache.pekko.actor.typed.scaladsl.AskPattern.*
 import fleetsim.metrics.Sample
-import org.apache.pekko.actor.typed.{ActorRef, ActorSystem, Behavior, Props, SpawnProtocol}
-import org.apache.pekko.util.Timeout
+import org.apache.pekko.actor.typed.ActorSystem
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
@@ -128,8 +125,7 @@ class MetricsSpec extends AnyWordSpec with Eventually:
 
   "Lateness" should {
     "rise when the simulator is starved of threads" in {
-      // One dispatcher thread for everything, then an actor that hogs it half a second at a time.
-      val c = config(200, "pekko.actor.default-dispatcher.fork-join-executor { parallelism-min = 1, parallelism-max = 1 }")
+      val c = config(200)
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         val samples = LinkedBlockingQueue[Sample]()
@@ -139,33 +135,20 @@ class MetricsSpec extends AnyWordSpec with Eventually:
           samples.clear()
           (1 to seconds).map(_ => Option(samples.poll(10, TimeUnit.SECONDS)).get.latenessMs("heartbeat").p99).max
         val calm = heartbeatLatenessP99(3)
-        val hog: ActorRef[Hog.Command] = Await.result(summon[ActorSystem[SpawnProtocol.Command]].ask[ActorRef[Hog.Command]](
-          SpawnProtocol.Spawn(Hog(), "hog", Props.empty, _))(using Timeout(5.seconds), summon[ActorSystem[SpawnProtocol.Command]].scheduler), 5.seconds)
-        hog ! Hog.Burn
+        // The thread the devices run on (200 plain HTTP devices share one loop: ADR 0016), hogged half a
+        // second at a time, let go for 50 ms, and again: their wake-ups come due on time, but wait for the thread.
+        val loop = fleetsim.transport.Sockets(summon[ActorSystem[?]]).io(200)
+        @volatile var hogging = true
+        def burn(): Unit = if hogging then
+          val end = System.nanoTime() + 500_000_000L
+          while System.nanoTime() < end do () // load, not a wait: the point is to keep the thread busy
+          loop.after(0, 50.millis)(() => burn())
+        loop.execute(0, () => burn())
         heartbeatLatenessP99(1) // the second the hog started in
         val starved = heartbeatLatenessP99(3)
-        hog ! Hog.Stop
+        hogging = false
         assert(starved > 200 && starved > 4 * calm, s"heartbeat lateness p99: $calm ms calm, $starved ms starved")
         Await.result(run.finish("test over"), 60.seconds)
       }
-    }
-  }
-
-/** Burns its dispatcher's thread for half a second, lets go for 50 ms, and again, until stopped:
-  * the devices' timers fire on time, but their messages wait for the thread.
-  */
-private object Hog:
-  sealed trait Command
-  case object Burn extends Command
-  case object Stop extends Command
-
-  def apply(): Behavior[Command] = Behaviors.withTimers { timers =>
-    Behaviors.receiveMessage {
-      case Burn =>
-        val end = System.nanoTime() + 500_000_000L
-        while System.nanoTime() < end do () // load, not a wait: the point is to keep the thread busy
-        timers.startSingleTimer(Burn, 50.millis)
-        Behaviors.same
-      case Stop => Behaviors.stopped
     }
   }
