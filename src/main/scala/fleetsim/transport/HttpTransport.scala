@@ -125,9 +125,9 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
 
   /** A shared call from a device on loop `loop` goes on the first of that loop's connections (slots
     * `loop`, `loop + loops`, ...), in their order, with fewer than [[busy]] calls in flight; when
-    * every one has that many, on the next connection in turn with room, of any loop. So calls crowd onto as few
-    * connections as the rate needs, each write and read carrying many (the others open only when
-    * needed, and close when idle), and the fleet's full room is there for a burst. Spread evenly over
+    * every one has that many, on the next connection in turn with room, of any loop. So calls crowd
+    * onto as few connections as the rate needs, each write and read carrying many (the others open
+    * only when needed, and close when idle), and the fleet's full room is there for a burst. Spread evenly over
     * 64 connections, 10,000 calls a second cost a write, a read and a selector's wake-up each: about
     * half the fleet's CPU (bench/history/2026-11-26-cpu-calls-crowded.md).
     */
@@ -138,8 +138,8 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     // The shared turn is taken only when every connection is busy: a call that crowds on touches no shared counter.
     crowd(loop) || spread(next.getAndIncrement(), 0) || (closesEach && ownConnection(loop, call))
 
-  /** A call on a new connection on loop `loop` that carries it alone; false when [[HttpTransport.MaxOwn]] are open
-    * already: a slow first reply must not let a ramp open thousands.
+  /** A call on a new connection on loop `loop` that carries it alone; false when
+    * [[HttpTransport.MaxOwn]] are open already: a slow first reply must not let a ramp open thousands.
     */
   private def ownConnection(loop: Int, call: Call): Boolean =
     if ownOpen.incrementAndGet() > HttpTransport.MaxOwn then

@@ -105,7 +105,10 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       flushes.add(socket)
       if Thread.currentThread ne thread then wake()
 
-    /** Runs `task` once on this loop, `delay` from now, unless cancelled first. */
+    /** Runs `task` once on this loop, `delay` from now, unless cancelled first. A cancelled timer
+      * stays queued until its time and then does nothing: the wheel's rings, which set them, look
+      * at most a second ahead.
+      */
     def after(delay: FiniteDuration, task: () => Unit): java.util.concurrent.Future[?] =
       val timer = Timer(System.nanoTime() + delay.toNanos, task)
       if Thread.currentThread eq thread then timers.add(timer) else execute(() => timers.add(timer))
