@@ -91,6 +91,8 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     */
   val io: Option[IoThreads] = dialer.io(devices)
   private val loops = io.fold(1)(_.size)
+  /** The loop of device `n`, or of shared slot `n`: as the devices' own ([[IoThreads.of]]). */
+  private def loopOf(n: Int): Int = io.fold(0)(_.of(n))
   private val size = if mode == ConnectionMode.Shared then settings.connectionsFor(devices) else 0
   private val busy = settings.pipelining.min(HttpTransport.Busy)
   private val shared = AtomicReferenceArray[PipelinedConnection](size)
@@ -106,10 +108,10 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   /** Puts a call on a connection as the mode says; one that none takes fails at once as Overloaded. */
   private def place(device: Int, call: Call): Unit =
     val taken = mode match
-      case ConnectionMode.Shared => placeShared(device % loops, call)
+      case ConnectionMode.Shared => placeShared(loopOf(device), call)
       // A connection whose last reply is read as the call comes refuses it, closing: the call goes on a new one.
       case ConnectionMode.PerDevice => deviceConnection(device).offer(call) || placeOn(deviceConnection(device), call)
-      case ConnectionMode.PerCall => placeOn(connection(device, device % loops, oneCall = true), call)
+      case ConnectionMode.PerCall => placeOn(connection(device, loopOf(device), oneCall = true), call)
     if !taken then call.reply.trySuccess(PipelinedConnection.Overloaded)
 
   /** A device's call on its connection. A connection that ended before it could take the call
@@ -154,8 +156,8 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val current = shared.get(slot)
     if current != null && current.isOpen then current
     else
-      val fresh = PipelinedConnection(dialer.open(slot, slot % loops, _, _), settings.pipelining, deadlines, settings.limits, idles = true,
-        resend = call => if !ownConnection(slot % loops, call) then call.reply.trySuccess(PipelinedConnection.Overloaded),
+      val fresh = PipelinedConnection(dialer.open(slot, loopOf(slot), _, _), settings.pipelining, deadlines, settings.limits, idles = true,
+        resend = call => if !ownConnection(loopOf(slot), call) then call.reply.trySuccess(PipelinedConnection.Overloaded),
         closedAfterOne = () => closesEach = true, trusted = () => !closesEach)
       if shared.compareAndSet(slot, current, fresh) then fresh
       else
@@ -172,7 +174,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
     val kept = own.compute(device, (_, current) => {
       if current != null && current.isOpen then current
       else
-        opened = connection(device, device % loops)
+        opened = connection(device, loopOf(device))
         opened
     })
     if opened != null then opened.finished.onComplete(_ => own.remove(device, opened))(using ExecutionContext.parasitic)

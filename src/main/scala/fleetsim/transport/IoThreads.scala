@@ -17,3 +17,13 @@ trait IoThreads:
   def execute(thread: Int, task: Runnable): Unit
   /** Runs `task` once on thread `thread`, `delay` from now, unless cancelled first. */
   def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?]
+
+object IoThreads:
+  /** Devices a thread carries before the next is used, up to one a core. A thread wakes for its own
+    * timer ticks and reads: two for a small fleet woke twice as often for the same messages, about a
+    * fifth more CPU a publish at 1,000 MQTT devices (bench/history/2026-11-23-mqtt-one-event-loop.md).
+    */
+  val DevicesPerLoop = 5000
+
+  /** The threads `devices` need on `cores` cores. */
+  def loopsFor(devices: Int, cores: Int): Int = ((devices + DevicesPerLoop - 1) / DevicesPerLoop).max(1).min(cores.max(1))

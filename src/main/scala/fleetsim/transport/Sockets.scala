@@ -49,11 +49,9 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       loops.get(at)
     }
 
-  /** The first loops, as many as `devices` need (one per [[DevicesPerLoop]], up to one per core):
-    * a small fleet on every core wakes each for its own ticks and reads (ADR 0009).
-    */
+  /** The first loops, as many as `devices` need ([[IoThreads.loopsFor]]). */
   def io(devices: Int): IoThreads = new IoThreads:
-    val size: Int = ((devices + DevicesPerLoop - 1) / DevicesPerLoop).max(1).min(loops.length)
+    val size: Int = IoThreads.loopsFor(devices, loops.length)
     private val mine = IndexedSeq.tabulate(size)(loop)
     def current: Int =
       val thread = Thread.currentThread
@@ -96,14 +94,14 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
     thread.setDaemon(true)
     thread.start()
 
-    /** Runs `task` on this loop, after what was handed to it before; from the loop itself, without waking it. */
+    /** Runs `task` on this loop, after what was handed to it before. */
     def execute(task: Runnable): Unit =
       tasks.add(task)
-      if Thread.currentThread ne thread then wake()
+      wake()
 
     def flush(socket: Socket): Unit =
       flushes.add(socket)
-      if Thread.currentThread ne thread then wake()
+      wake()
 
     /** Runs `task` once on this loop, `delay` from now, unless cancelled first. A cancelled timer
       * stays queued until its time and then does nothing: the wheel's rings, which set them, look
@@ -111,23 +109,29 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
       */
     def after(delay: FiniteDuration, task: () => Unit): java.util.concurrent.Future[?] =
       val timer = Timer(System.nanoTime() + delay.toNanos, task)
-      if Thread.currentThread eq thread then timers.add(timer) else execute(() => timers.add(timer))
+      if Thread.currentThread eq thread then timers.add(timer) else execute(() => timers.add(timer)) // the queue is the loop's
       timer
 
-    private def wake(): Unit = if !woken.getAndSet(true) then selector.wakeup()
+    /** From another thread; the loop itself looks at its queues before it waits again. */
+    private def wake(): Unit = if (Thread.currentThread ne thread) && !woken.getAndSet(true) then selector.wakeup()
+
+    /** Nanoseconds until the loop has something to do without a read: 0 when the loop queued work
+      * itself (no wake-up comes for it), Long.MaxValue when no timer is set.
+      */
+    private def idle(): Long =
+      if !tasks.isEmpty || !flushes.isEmpty then 0L
+      else
+        val next = timers.peek()
+        if next == null then Long.MaxValue else next.due - System.nanoTime()
 
     private def loop(): Unit =
       val handler: java.util.function.Consumer[SelectionKey] = key => key.attachment.asInstanceOf[Socket].ready(key)
       try
         while open do
-          if !tasks.isEmpty || !flushes.isEmpty then selector.selectNow(handler) // queued by the loop itself: no wake-up came for it
-          else
-            val next = timers.peek()
-            if next == null then selector.select(handler)
-            else
-              val wait = next.due - System.nanoTime()
-              if wait <= 0 then selector.selectNow(handler)
-              else selector.select(handler, ((wait + 999_999) / 1_000_000).max(1)) // whole milliseconds, never early
+          val wait = idle()
+          if wait <= 0 then selector.selectNow(handler)
+          else if wait == Long.MaxValue then selector.select(handler)
+          else selector.select(handler, ((wait + 999_999) / 1_000_000).max(1)) // whole milliseconds, never early
           woken.set(false) // before the queues are read: what is queued after this wakes the selector again
           val now = System.nanoTime()
           while !timers.isEmpty && timers.peek().due - now <= 0 do timers.poll().run()
@@ -371,8 +375,6 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
   private def connectFailed(why: String) = StreamTcpException(s"no connection to the server: $why")
 
 object Sockets extends ExtensionId[Sockets]:
-  /** Devices a loop carries before the next loop is used, up to one a core ([[Sockets.io]]). */
-  val DevicesPerLoop = 5000
   /** A read: as much as a whole pipelined burst of replies usually is. */
   private val ReadBuffer = 64 * 1024
   /** Bytes read ahead of a stage before the socket stops being read. */

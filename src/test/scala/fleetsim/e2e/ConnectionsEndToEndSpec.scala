@@ -3,7 +3,7 @@ package fleetsim.e2e
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import fleetsim.transport.{ConnectionMode, Dialer, HttpSettings, HttpTransport, MessageKind, Reply, Request, Sockets}
+import fleetsim.transport.{ConnectionMode, Dialer, HttpSettings, HttpTransport, IoThreads, MessageKind, Reply, Request}
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
@@ -137,7 +137,7 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
           val settings = HttpSettings(ConfigFactory.load())
           val get = Request(MessageKind("stats", 0, periodic = true), "GET", "/", Array.emptyByteArray, Array.emptyByteArray)
           for mode <- ConnectionMode.values do
-            val devices = Sockets.DevicesPerLoop * 2 // two loops on two cores or more
+            val devices = IoThreads.DevicesPerLoop * 2 // two loops on two cores or more
             val http = HttpTransport("127.0.0.1", nginx.port, Dialer("127.0.0.1", nginx.port, settings, None, None), mode, settings, devices)
             val io = http.io.getOrElse(fail("plain connections offer their loops to the devices"))
             // Each call made on its device's loop, as a device there makes it.

@@ -188,7 +188,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
     }
 
     "take an event loop a core only for a fleet that needs them" in {
-      import fleetsim.transport.mqtt.MqttSessions.loopsFor
+      import fleetsim.transport.IoThreads.loopsFor
       assert(Seq(1, 2000, 5000, 5001, 10000, 19000).map(loopsFor(_, 2)) == Seq(1, 1, 1, 2, 2, 2))
       assert(loopsFor(19000, 4) == 4 && loopsFor(19000, 1) == 1)
     }

@@ -38,7 +38,7 @@ import scala.jdk.CollectionConverters.*
   * @param sources per device: the local address it connects from (--source-ips)
   * @param connectTimeout for the TCP (and TLS) connection
   * @param requestTimeout a CONNACK, or a QoS 1 publish's PUBACK, not come within it fails as timed out
-  * @param devices the devices these sessions carry, which size the event loops ([[MqttSessions.loopsFor]])
+  * @param devices the devices these sessions carry, which size the event loops ([[IoThreads.loopsFor]])
   */
 final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Option[Int => Future[MqttClientSslConfig]],
     sources: Option[SourceAddresses], connectTimeout: FiniteDuration, requestTimeout: FiniteDuration, devices: Int)(using ExecutionContext)
@@ -48,7 +48,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   /** Event loops of one thread each, so that device i's client is on loop `io.of(i)` ([[IoThreads]]). */
   private val loops =
     val threads = fleetsim.DaemonThreads("fleetsim-mqtt-io")
-    IndexedSeq.fill(loopsFor(devices, Runtime.getRuntime.availableProcessors))(NioEventLoopGroup(1, threads))
+    IndexedSeq.fill(IoThreads.loopsFor(devices, Runtime.getRuntime.availableProcessors))(NioEventLoopGroup(1, threads))
   private val loop = loops.map(_.next())
   private val executors = loops.map { group =>
     MqttClientExecutorConfig.builder()
@@ -264,15 +264,6 @@ object MqttSessions:
   private val Overloaded = Reply.Failed(FailureReason.Overloaded)
   private val TimedOut = Reply.Failed(FailureReason.TimedOut)
   private val Broken = Reply.Failed(FailureReason.ProtocolError)
-
-  /** Devices an event loop carries before the sessions take another, up to one a core. A loop wakes
-    * for its own timer ticks and reads: two loops for a small fleet woke twice as often for the same
-    * publishes, about a fifth more CPU a publish at 1,000 devices
-    * (bench/history/2026-11-23-mqtt-one-event-loop.md).
-    */
-  val DevicesPerLoop = 5000
-
-  def loopsFor(devices: Int, cores: Int): Int = ((devices + DevicesPerLoop - 1) / DevicesPerLoop).max(1).min(cores.max(1))
 
   private def qos(level: Int): MqttQos = if level == 0 then MqttQos.AT_MOST_ONCE else MqttQos.AT_LEAST_ONCE
 
