@@ -13,7 +13,7 @@ import java.net.{InetSocketAddress, StandardSocketOptions}
 import java.nio.ByteBuffer
 import java.nio.channels.{SelectionKey, Selector, SocketChannel}
 import java.util.concurrent.{ConcurrentLinkedQueue, FutureTask}
-import java.util.concurrent.atomic.{AtomicBoolean, AtomicReferenceArray}
+import java.util.concurrent.atomic.AtomicBoolean
 import scala.concurrent.ExecutionContext
 import scala.concurrent.duration.FiniteDuration
 import scala.util.control.NonFatal
@@ -35,23 +35,18 @@ import scala.util.control.NonFatal
 final class Sockets private (system: ActorSystem[?]) extends Extension:
   import Sockets.*
 
-  @volatile private var open = true
-  /** Up to one a core, each started when first asked for: a fleet uses as many as its size needs. */
-  private val loops = AtomicReferenceArray[Loop](Runtime.getRuntime.availableProcessors.max(1))
+  @volatile private var open = true // before the loops, whose threads read it as they start
+  /** One a core, all started at once: a fleet's threads do not grow with its size. The devices use
+    * as many as they need ([[io]]); the others wait in their selectors.
+    */
+  private val loops = IndexedSeq.tabulate(Runtime.getRuntime.availableProcessors.max(1))(Loop(_))
 
-  /** Loop `i`, any number (it wraps), started if it is not yet. */
-  private def loop(i: Int): Loop =
-    val at = i % loops.length
-    val started = loops.get(at)
-    if started != null then started
-    else synchronized {
-      if loops.get(at) == null then loops.set(at, Loop(at))
-      loops.get(at)
-    }
+  /** Loop `i`, any number (it wraps). */
+  private def loop(i: Int): Loop = loops(i % loops.size)
 
   /** The first loops, as many as `devices` need ([[IoThreads.loopsFor]]). */
   def io(devices: Int): IoThreads = new IoThreads:
-    val size: Int = IoThreads.loopsFor(devices, loops.length)
+    val size: Int = IoThreads.loopsFor(devices, loops.size)
     private val mine = IndexedSeq.tabulate(size)(loop)
     def current: Int =
       val thread = Thread.currentThread
@@ -78,7 +73,7 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
 
   private def close(): Unit =
     open = false
-    synchronized((0 until loops.length).flatMap(i => Option(loops.get(i)))).foreach(_.selector.wakeup())
+    loops.foreach(_.selector.wakeup())
 
   /** One selector thread: its sockets, the tasks handed to it, and its timers. */
   private final class Loop(index: Int):
