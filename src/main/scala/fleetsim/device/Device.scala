@@ -142,7 +142,7 @@ object Device:
   /** Set in the action a device owes a recovery when it is owed by applying configuration, not by Reporting. */
   private val Applies = 0x2000
 
-private final class Device(val number: Int, shared: Device.Shared) extends Actor with DeviceScope:
+private final class Device(val number: Int, shared: Device.Shared) extends Actor with DeviceScope with TimingWheel.Target:
   import Device.*
   import DeviceState.*
   import shared.{events, profile, settings, wheel}
@@ -172,6 +172,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   boot(first = true)
 
   def receive: Receive = { case command: Command => handle(command) }
+
+  /** A wake-up, told to itself. */
+  def woken(message: Any): Unit = self.tell(message, Actor.noSender)
 
   private def handle(command: Command): Unit =
     try
@@ -562,7 +565,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     wake(tick, delay)
     shared.clock() + delay.toNanos
 
-  private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, self, tick)
+  private def wake(tick: Command, delay: FiniteDuration): Unit = wheel.wake(delay, this, tick)
 
   /** The draws of this moment of the device's life: the same for the same seed, run after run ([[Draws]]). */
   private def draw(what: Int, a: Long = 0, b: Long = 0): RandomGenerator = shared.draws.at(number, epoch, what, a, b)

@@ -18,43 +18,47 @@ import scala.concurrent.duration.*
   * CPU a message, on more writes and more threads woken
   * (bench/history/2026-11-22-scale-http-nothing-young.md).
   *
-  * Targets are classic refs, which the devices are: a typed ref would be a new adapter per wake-up,
-  * kept a minute and so copied by the collector into the old generation.
+  * Targets are the devices themselves ([[TimingWheel.Target]]), old objects all: a typed ref would
+  * be a new adapter per wake-up, kept a minute and so copied by the collector into the old generation.
   *
   * Devices that run on their transport's I/O threads ([[DeviceDispatcher]]) get a wheel on each of
   * those threads instead, ticking there, and only for ticks that have wake-ups: a wake-up fires on
-  * the thread that asked for it, where its device runs, and a tick's sends wake no thread at all.
+  * the thread that asked for it, where its device runs, and a tick wakes no other thread.
   *
   * @param clock nanoseconds (System.nanoTime; a test's manual time)
   * @param slots one turn of the wheel; wake-ups further out wait in their slot for their turn
   * @param on I/O threads to tick on, a wheel each; None = one wheel on a thread of its own
   */
 final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: FiniteDuration = 10.millis,
-    slots: Int = 1 << 15, on: Option[IoThreads] = None):
+    slots: Int = 1 << 15, val on: Option[IoThreads] = None):
+  import TimingWheel.Target
+
   private final class Slot:
     // Empty until used: most of the 32,768 slots are, in a small fleet.
-    var targets = Array.empty[ActorRef]
+    var targets = Array.empty[Target]
     var messages = Array.empty[Any]
     var dueTicks = Array.empty[Long]
     var size = 0
 
-    def add(target: ActorRef, message: Any, due: Long): Unit =
+    def add(target: Target, message: Any, due: Long): Unit =
       if size == targets.length then resize((size * 2).max(4))
       targets(size) = target
       messages(size) = message
       dueTicks(size) = due
       size += 1
 
-    /** Sends the wake-ups due by `now`, keeping the rest in order. */
-    def fireDue(now: Long): Unit =
+    /** Moves the wake-ups due by `now` to `fired`, keeping the rest in order. */
+    def takeDue(now: Long, fired: Fired): Unit =
       var kept = 0
-      for i <- 0 until size do
-        if dueTicks(i) <= now then targets(i).tell(messages(i), ActorRef.noSender)
+      var i = 0
+      while i < size do
+        if dueTicks(i) <= now then fired.add(targets(i), messages(i))
         else
           targets(kept) = targets(i)
           messages(kept) = messages(i)
           dueTicks(kept) = dueTicks(i)
           kept += 1
+        i += 1
       java.util.Arrays.fill(targets.asInstanceOf[Array[AnyRef]], kept, size, null)
       java.util.Arrays.fill(messages.asInstanceOf[Array[AnyRef]], kept, size, null)
       size = kept
@@ -62,17 +66,45 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       if targets.length > 4 && size < targets.length / 4 then resize((size * 2).max(4))
 
     private def resize(capacity: Int): Unit =
-      targets = java.util.Arrays.copyOf(targets, capacity)
+      targets = java.util.Arrays.copyOf(targets.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Target]]
       messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Any]]
       dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
+
+  /** A tick's wake-ups, woken once its slot's lock is let go: a device on its own thread takes one
+    * at once, and may ask the wheel for its next. For the thread that ticks the ring.
+    */
+  private final class Fired:
+    private var targets = new Array[Target](64)
+    private var messages = new Array[Any](64)
+    private var size = 0
+
+    def add(target: Target, message: Any): Unit =
+      if size == targets.length then
+        targets = java.util.Arrays.copyOf(targets.asInstanceOf[Array[AnyRef]], size * 2).asInstanceOf[Array[Target]]
+        messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], size * 2).asInstanceOf[Array[Any]]
+      targets(size) = target
+      messages(size) = message
+      size += 1
+
+    def wake(): Unit =
+      var i = 0
+      while i < size do
+        val target = targets(i)
+        val message = messages(i)
+        targets(i) = null
+        messages(i) = null
+        target.woken(message)
+        i += 1
+      size = 0
 
   /** One wheel and the ticks it has run. */
   private class Ring:
     private val wheel = Array.fill(slots)(Slot())
     @volatile private var now = 0L // ticks run so far
+    private val fired = Fired()
 
-    /** Keeps the wake-up for its tick, or sends it now if that tick has run; whether it was kept. */
-    def add(target: ActorRef, message: Any, due: Long): Boolean =
+    /** Keeps the wake-up for its tick, or wakes the target now if that tick has run; whether it was kept. */
+    def add(target: Target, message: Any, due: Long): Boolean =
       val slot = wheel((due % slots).toInt)
       val passed = slot.synchronized {
         // The ticker may already have run past this tick (it lags the clock by up to a tick): due now.
@@ -80,7 +112,7 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         if !passed then slot.add(target, message, due)
         passed
       }
-      if passed then target.tell(message, ActorRef.noSender)
+      if passed then target.woken(message)
       !passed
 
     /** Runs the ticks due by the clock; the time elapsed and when the next tick is due. */
@@ -90,7 +122,8 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         val at = now + 1
         now = at
         val slot = wheel((at % slots).toInt)
-        slot.synchronized(slot.fireDue(at))
+        slot.synchronized(slot.takeDue(at, fired))
+        fired.wake()
       (now + 1) * tickNanos - elapsed
 
     /** The next tick whose slot holds a wake-up (perhaps one for a later turn), looking `horizon`
@@ -113,7 +146,7 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
     // How far a tick looks for the next busy slot; beyond, it wakes to look again.
     private val horizon = slots.min((1.second / tick).toInt.max(1))
 
-    override def add(target: ActorRef, message: Any, due: Long): Boolean =
+    override def add(target: Target, message: Any, due: Long): Boolean =
       val kept = super.add(target, message, due)
       if kept then arm(due) // one sent at once needs no tick
       kept
@@ -147,10 +180,10 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       ticker.start()
       () => LockSupport.unpark(ticker)
 
-  /** Sends `message` to `target` after `delay`, never earlier, and at most a tick or so later; on
+  /** Wakes `target` with `message` after `delay`, never earlier, and at most a tick or so later; on
     * I/O threads, from the thread that asks (from another thread: from the first I/O thread).
     */
-  def wake(delay: FiniteDuration, target: ActorRef, message: Any): Unit =
+  def wake(delay: FiniteDuration, target: Target, message: Any): Unit =
     val due = (clock() - start + delay.toNanos + tickNanos - 1) / tickNanos
     on match
       case None => rings(0).add(target, message, due)
@@ -162,3 +195,13 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
   def close(): Unit =
     closed = true
     stop()
+
+object TimingWheel:
+  /** What a wake-up wakes: a device, which takes it at once on its own thread ([[Device]]), or an
+    * actor told it ([[told]]).
+    */
+  trait Target:
+    def woken(message: Any): Unit
+
+  /** `actor`, told its wake-ups. */
+  def told(actor: ActorRef): Target = message => actor.tell(message, ActorRef.noSender)

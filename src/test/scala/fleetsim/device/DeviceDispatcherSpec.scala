@@ -28,7 +28,7 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
   private final class Sleeper(i: Int, wheel: TimingWheel, seen: ActorRef[(Int, String, String)]) extends Actor:
     def receive: Receive = { case what: String =>
       seen ! (i, what, Thread.currentThread.getName)
-      if what == "sleep" then wheel.wake(30.millis, self, "woke")
+      if what == "sleep" then wheel.wake(30.millis, TimingWheel.told(self), "woke")
     }
 
   "Devices on I/O threads" should {

@@ -20,7 +20,7 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     "wake each target no earlier than asked and within a tick after" in {
       val wheel = TimingWheel(() => now, tick = 10.millis, slots = 64)
       val probe = createTestProbe[Int]()
-      (1 to 5).foreach(i => wheel.wake((i * 100 + 5).millis, probe.ref.toClassic, i)) // between two ticks
+      (1 to 5).foreach(i => wheel.wake((i * 100 + 5).millis, TimingWheel.told(probe.ref.toClassic), i)) // between two ticks
       for i <- 1 to 5 do
         pass(if i == 1 then 100.millis else 90.millis)
         probe.expectNoMessage(20.millis) // at i x 100 ms: 5 ms early
@@ -32,7 +32,7 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     "keep a wake-up further out than one turn of the wheel until its turn" in {
       val wheel = TimingWheel(() => now, tick = 10.millis, slots = 8) // one turn: 80 ms
       val probe = createTestProbe[String]()
-      wheel.wake(250.millis, probe.ref.toClassic, "late")
+      wheel.wake(250.millis, TimingWheel.told(probe.ref.toClassic), "late")
       (1 to 24).foreach(_ => pass(10.millis))
       probe.expectNoMessage(20.millis)
       pass(10.millis)
@@ -45,9 +45,9 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       val probe = createTestProbe[Int]()
       for round <- 1 to 3 do
         val crowd = if round == 2 then 5 else 1000 // a burst, a lull, a burst again
-        (1 to crowd).foreach(i => wheel.wake(40.millis, probe.ref.toClassic, i))
+        (1 to crowd).foreach(i => wheel.wake(40.millis, TimingWheel.told(probe.ref.toClassic), i))
         // The same slot two turns later: must wait for its turn in the crowded slot.
-        wheel.wake(200.millis, probe.ref.toClassic, -round)
+        wheel.wake(200.millis, TimingWheel.told(probe.ref.toClassic), -round)
         pass(40.millis)
         assert(probe.receiveMessages(crowd).toSet == (1 to crowd).toSet)
         pass(80.millis)
@@ -57,13 +57,30 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       wheel.close()
     }
 
+    "let a target ask from inside its wake-up for its next, in the very slot being woken" in {
+      val wheel = TimingWheel(() => now, tick = 10.millis, slots = 8) // one turn: 80 ms, so the next is in the same slot
+      val probe = createTestProbe[Int]()
+      // As a device takes its wake-up on its own thread: woken with a call, and asking for the next there.
+      lazy val again: TimingWheel.Target = message =>
+        val i = message.asInstanceOf[Int]
+        probe.ref ! i
+        if i < 5 then wheel.wake(80.millis, again, i + 1)
+      wheel.wake(80.millis, again, 1)
+      for i <- 1 to 5 do
+        pass(70.millis)
+        probe.expectNoMessage(20.millis)
+        pass(10.millis)
+        probe.expectMessage(i)
+      wheel.close()
+    }
+
     "wake an I/O thread only for the ticks that have wake-ups, whoever asks" in {
       val io = OneThread()
       val wheel = TimingWheel(tick = 10.millis, on = Some(io)) // the real clock: the thread sleeps on it
       val probe = createTestProbe[String]()
       val asked = System.nanoTime()
       // From a thread that is not the I/O thread: the wake-up is handed to it.
-      wheel.wake(300.millis, probe.ref.toClassic, "woke")
+      wheel.wake(300.millis, TimingWheel.told(probe.ref.toClassic), "woke")
       probe.expectMessage(5.seconds, "woke")
       assert(System.nanoTime() - asked >= 300.millis.toNanos, "woken early")
       // Ticking every 10 ms would have woken the thread 30 times by now.
