@@ -23,7 +23,8 @@ import scala.concurrent.duration.*
   *
   * Devices that run on their transport's I/O threads ([[DeviceDispatcher]]) get a wheel on each of
   * those threads instead, ticking there, and only for ticks that have wake-ups: a wake-up fires on
-  * the thread that asked for it, where its device runs, and a tick wakes no other thread.
+  * the thread that asked for it, where its device runs and takes it at once (docs/adr/0017), and a
+  * tick wakes no other thread.
   *
   * @param clock nanoseconds (System.nanoTime; a test's manual time)
   * @param slots one turn of the wheel; wake-ups further out wait in their slot for their turn

@@ -1,6 +1,11 @@
 package fleetsim.device
 
-import fleetsim.transport.IoThreads
+import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
+import fleetsim.fleet.FleetSettings
+import fleetsim.profile.{FleetContext, ProfileLoader}
+import fleetsim.protocol.{ApiCall, JoinReply}
+import fleetsim.transport.{FailureReason, IoThreads, MessageKind, Reply, Request, Transport}
+import org.apache.pekko.Done
 import org.apache.pekko.actor.testkit.typed.scaladsl.ScalaTestWithActorTestKit
 import org.apache.pekko.actor.typed.ActorRef
 import org.apache.pekko.actor.typed.scaladsl.Behaviors
@@ -10,9 +15,11 @@ import org.scalatest.wordspec.AnyWordSpecLike
 
 import java.util.concurrent.{Executors, TimeUnit}
 import scala.concurrent.duration.*
+import scala.concurrent.{Future, Promise}
 
 /** Devices on their transport's I/O threads: each runs on the thread its connection would be on,
-  * and the wheel wakes it there. The threads here are two plain single-thread executors.
+  * and the wheel wakes it there, with a call rather than a message (docs/adr/0017). The threads
+  * here are two plain single-thread executors.
   */
 class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
   private final class TwoThreads extends IoThreads:
@@ -49,4 +56,44 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
       wheel.close()
       io.shutdown()
     }
+
+    "stop sending once stopped, though the wheel still holds their wake-ups and calls them on their thread" in {
+      val io = TwoThreads()
+      val wheel = TimingWheel(on = Some(io))
+      val dispatchers = DeviceDispatcher.register(system.classicSystem, io)
+      // A controller answering on the device's thread, as a connection on its loop does: the join
+      // says a heartbeat a second, every other call is ok.
+      val heartbeats = createTestProbe[String]()
+      val transport = new Transport:
+        def send(device: Int, request: Request): Future[Reply] =
+          val reply = Promise[Reply]()
+          val body = if request.kind.key == ApiCall.Join.key then writeToArray(JoinReply(1, 1000, configSeq = 0)) else "{}".getBytes
+          if request.kind.key == ApiCall.Heartbeat.key then heartbeats.ref ! Thread.currentThread.getName
+          io.execute(io.of(device), () => reply.success(Reply.Response(200, body)))
+          reply.future
+        def close(): Future[Done] = Future.successful(Done)
+      val config = com.typesafe.config.ConfigFactory.load()
+      val profile = ProfileLoader.load("ap-v1", FleetContext(FleetSettings(config), None, config))
+      val shared = Device.Shared(profile, DeviceSettings(3, 0.1, BackoffSettings(1.second, 10.seconds)), transport, None, Quiet, wheel, Draws.seeded(1), dispatchers = dispatchers)
+      val parent = spawn(Behaviors.setup[Unit] { context =>
+        context.actorOf(Device.props(7, shared))
+        Behaviors.empty
+      })
+      (1 to 2).foreach(_ => assert(heartbeats.receiveMessage(5.seconds) == s"io-${io.of(7)}"))
+      testKit.stop(parent) // and so the device; its next heartbeat is due within the second
+      heartbeats.expectNoMessage(1500.millis)
+      wheel.close()
+      io.shutdown()
+    }
   }
+
+  private object Quiet extends DeviceEvents:
+    def moved(from: Option[DeviceState], to: DeviceState): Unit = ()
+    def stopped(state: DeviceState): Unit = ()
+    def late(kind: MessageKind, nanos: Long): Unit = ()
+    def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit = ()
+    def halted(reason: String): Unit = ()
+    def pushed(): Unit = ()
+    def pushAcknowledged(nanos: Long): Unit = ()
+    def cut(action: Int): Unit = ()
+    def recovered(action: Int, nanos: Long): Unit = ()
