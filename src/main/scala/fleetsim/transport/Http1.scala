@@ -292,7 +292,7 @@ object Http1:
         val colon = buffer.indexOf(':'.toByte, line)
         if colon > line && colon < eol then
           val name = colon - line
-          def value = text(colon + 1, eol).trim
+          def value = fieldValue(colon + 1, eol)
           if name == 14 && matches(line, "content-length") then
             val v = value
             if v.isEmpty || v.length > 18 || !v.forall(isDigit(_)) then malformed(s"Content-Length '${v.take(20)}'")
@@ -313,6 +313,16 @@ object Http1:
         remaining = length
         reading = FixedBody
       else reading = UntilClose
+
+    /** A header's value between `from` and `until`, without the spaces and tabs around it (RFC
+      * 9110 §5.5): a tab there made `Content-Length:\t2` malformed and `Connection:\tclose` not a close.
+      */
+    private def fieldValue(from: Int, until: Int): String =
+      var start = from
+      while start < until && (buffer(start) == ' ' || buffer(start) == '\t') do start += 1
+      var end = until
+      while end > start && (buffer(end - 1) == ' ' || buffer(end - 1) == '\t') do end -= 1
+      text(start, end)
 
     /** Whether the buffer holds `lower` at `at`, ignoring the case of letters. */
     private def matches(at: Int, lower: String): Boolean =

@@ -39,6 +39,11 @@ class Http1Spec extends AnyWordSpec:
         val replies = parse(two.take(cut), two.drop(cut))
         assert(replies.map(text) == Seq("{\"configSeq\":1}", "{}"), s"split at $cut")
     }
+    "read headers with spaces and tabs around their values" in {
+      assert(parse("HTTP/1.1 200 OK\r\nContent-Length:\t 2 \t\r\n\r\n{}").map(text) == Seq("{}"))
+      // A tab before close is still a close: the reply after it is not read.
+      assert(parse("HTTP/1.1 200 OK\r\nConnection:\tclose\r\nContent-Length: 1\r\n\r\nA", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB").map(text) == Seq("A"))
+    }
     "read a chunked body with extensions and trailers" in {
       val chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\n{\"co\r\n7\r\nnfigSeq\r\n4\r\n\":2}\r\n0\r\nX-Trailer: t\r\n\r\n"
       val replies = parse(chunked + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
@@ -67,6 +72,9 @@ class Http1Spec extends AnyWordSpec:
     "refuse what breaks the framing: a negative or lying length, a status of 999, a chunk longer than it says, a close mid-body" in {
       val cases = Seq(
         Seq("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello") -> "Content-Length '-5'",
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: \t\r\n\r\n") -> "Content-Length ''",
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n") -> "Content-Length '1 2'",
+        Seq("HTTP/1.1 200 OK\r\nContent-Length: 1234567890123456789\r\n\r\n") -> "Content-Length '1234567890123456789'",
         Seq("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc") -> "two different Content-Lengths",
         Seq("HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n") -> "status 999",
         Seq("HTTP/1.1 20 OK\r\n\r\n") -> "status line",
