@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/cpu-profile.sh JAR N [run args]: where the fleet's CPU goes at an everyday rate (issue 33):
-# N devices, one join each and a heartbeat every 10 s (N/10 messages a second), against the
+# N devices, one join each and a heartbeat every HEARTBEAT seconds (default 10: N/10 messages a
+# second; the same rate from fewer devices shows what a device's own memory costs), against the
 # controller in its own process; JFR's execution samples (settings=profile: every 10-20 ms of a
 # thread running Java code) over a steady window after the ramp, with the fleet's CPU seconds over
 # the same window. Prints the share of samples by what the sampled code is (the top frame's
@@ -14,11 +15,12 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jar="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; n="$2"; shift 2
 window="${WINDOW:-60}"              # seconds of steady state recorded
+hb="${HEARTBEAT:-10}"
 ramp=$(( n / 5000 + 40 ))           # the ramp at 5,000 a second, every device's first heartbeat, JIT settling
 out="$here/bench/results/profile-$(date -u +%Y%m%d-%H%M%S)-$n"
 mkdir -p "$out"
 
-java -Xmx4g -jar "$jar" controller --port 0 --profile large --heartbeat-interval 10s --stats-interval 3600s \
+java -Xmx4g -jar "$jar" controller --port 0 --profile large --heartbeat-interval "${hb}s" --stats-interval 3600s \
   --state-dir "$out/controller" > "$out/controller.log" 2>&1 &
 controller=$!
 fleet=""
@@ -90,8 +92,8 @@ print("\nthreads sampled:")
 for name, c in threads.most_common(12): print(f"  {c * 100 / total:5.1f}%  {name}")
 EOF
 cat "$out/profile.txt" # the samples; the figures below are printed and kept as they come
-echo "bench: $n devices, a heartbeat every 10 s: $messages heartbeats in the run; fleet CPU $cpu_s s ($split) over ${window} s of steady state" | tee -a "$out/profile.txt"
-python3 -c "print(f'bench: {1e6 * $cpu_s / ($n / 10 * $window):.1f} µs of fleet CPU a message in the window (at {$n / 10:.0f} messages a second)')" | tee -a "$out/profile.txt"
+echo "bench: $n devices, a heartbeat every $hb s: $messages heartbeats in the run; fleet CPU $cpu_s s ($split) over ${window} s of steady state" | tee -a "$out/profile.txt"
+python3 -c "print(f'bench: {1e6 * $cpu_s / ($n / $hb * $window):.1f} µs of fleet CPU a message in the window (at {$n / $hb:.0f} messages a second)')" | tee -a "$out/profile.txt"
 python3 - "$out" "$tck" "$window" <<'EOF' | tee -a "$out/profile.txt"
 import collections, re, sys
 out, tck, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -114,10 +116,10 @@ for name, t in spent.most_common(10):
     if t > 0: print(f"bench:   {t * 100 / total:5.1f}%  {t / tck:6.2f} s  {name}")
 EOF
 if [ -s "$out/perf.csv" ]; then
-  python3 - "$out/perf.csv" "$n" "$window" <<'EOF' | tee -a "$out/profile.txt"
+  python3 - "$out/perf.csv" "$n" "$window" "$hb" <<'EOF' | tee -a "$out/profile.txt"
 import sys
-path, n, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-messages = n / 10 * window
+path, n, window, hb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+messages = n / hb * window
 for line in open(path):
     parts = line.strip().split(",")
     if len(parts) > 2 and parts[0].isdigit():
