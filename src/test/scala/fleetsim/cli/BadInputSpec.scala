@@ -160,7 +160,7 @@ object BadInputSpec:
   private val Trace = Seq("Exception", "\tat ", "Caused by")
 
   /** Main.run with its output captured; a run that wrongly gets going is cut off after a minute. */
-  private def runMain(args: Seq[String]): (Int, String, String) =
+  private[cli] def runMain(args: Seq[String]): (Int, String, String) =
     val out = ByteArrayOutputStream()
     val err = ByteArrayOutputStream()
     val code = CompletableFuture.supplyAsync(() => Main.run(args.toList, PrintStream(out, true, UTF_8), PrintStream(err, true, UTF_8)))

@@ -63,12 +63,12 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
       val dispatchers = DeviceDispatcher.register(system.classicSystem, io)
       // A controller answering on the device's thread, as a connection on its loop does: the join
       // says a heartbeat a second, every other call is ok.
-      val heartbeats = createTestProbe[String]()
+      val heartbeats = createTestProbe[(String, Long)]() // the thread it was sent on, and when
       val transport = new Transport:
         def send(device: Int, request: Request): Future[Reply] =
           val reply = Promise[Reply]()
           val body = if request.kind.key == ApiCall.Join.key then writeToArray(JoinReply(1, 1000, configSeq = 0)) else "{}".getBytes
-          if request.kind.key == ApiCall.Heartbeat.key then heartbeats.ref ! Thread.currentThread.getName
+          if request.kind.key == ApiCall.Heartbeat.key then heartbeats.ref ! (Thread.currentThread.getName, System.nanoTime())
           io.execute(io.of(device), () => reply.success(Reply.Response(200, body)))
           reply.future
         def close(): Future[Done] = Future.successful(Done)
@@ -79,9 +79,13 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
         context.actorOf(Device.props(7, shared))
         Behaviors.empty
       })
-      (1 to 2).foreach(_ => assert(heartbeats.receiveMessage(5.seconds) == s"io-${io.of(7)}"))
-      testKit.stop(parent) // and so the device; its next heartbeat is due within the second
-      heartbeats.expectNoMessage(1500.millis)
+      (1 to 2).foreach(_ => assert(heartbeats.receiveMessage(5.seconds)._1 == s"io-${io.of(7)}"))
+      testKit.stop(parent) // and so the device, once this returns; its next heartbeat was due within the second
+      val stopped = System.nanoTime()
+      // Until a second and a half passes with none: any sent since the stop is one too many.
+      Iterator.continually(scala.util.Try(heartbeats.receiveMessage(1500.millis))).takeWhile(_.isSuccess).foreach { sent =>
+        assert(sent.get._2 < stopped, "a heartbeat sent after the device stopped")
+      }
       wheel.close()
       io.shutdown()
     }

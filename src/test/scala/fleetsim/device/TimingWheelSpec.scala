@@ -60,11 +60,12 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
     "let a target ask from inside its wake-up for its next, in the very slot being woken" in {
       val wheel = TimingWheel(() => now, tick = 10.millis, slots = 8) // one turn: 80 ms, so the next is in the same slot
       val probe = createTestProbe[Int]()
-      // As a device takes its wake-up on its own thread: woken with a call, and asking for the next there.
+      // As a device takes its wake-up on its own thread: woken with a call, and asking for the next
+      // there, before it says so (once it has, this test moves the clock on).
       lazy val again: TimingWheel.Target = message =>
         val i = message.asInstanceOf[Int]
-        probe.ref ! i
         if i < 5 then wheel.wake(80.millis, again, i + 1)
+        probe.ref ! i
       wheel.wake(80.millis, again, 1)
       for i <- 1 to 5 do
         pass(70.millis)
