@@ -199,9 +199,10 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     */
   private def take(command: Command): Unit =
     val io = shared.ownThreads
-    if io == null || io.current != io.of(number) then self.tell(command, Actor.noSender)
+    val ownThread = io != null && io.current == io.of(number)
+    if !ownThread || taking == Busy then self.tell(command, Actor.noSender)
     else if taking == Ready then handle(command)
-    else if taking == Busy then self.tell(command, Actor.noSender)
+    // Gone: dropped
 
   private def handle(command: Command): Unit =
     taking = Busy

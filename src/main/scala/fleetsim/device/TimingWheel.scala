@@ -49,11 +49,11 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       size += 1
 
     /** Moves the wake-ups due by `now` to `fired`, keeping the rest in order. */
-    def takeDue(now: Long, fired: Fired): Unit =
+    def takeDue(now: Long, fired: Slot): Unit =
       var kept = 0
       var i = 0
       while i < size do
-        if dueTicks(i) <= now then fired.add(targets(i), messages(i))
+        if dueTicks(i) <= now then fired.add(targets(i), messages(i), dueTicks(i))
         else
           targets(kept) = targets(i)
           messages(kept) = messages(i)
@@ -66,28 +66,10 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       // Room follows what the slot holds: the next minute's slots are crowded, the others nearly empty.
       if targets.length > 4 && size < targets.length / 4 then resize((size * 2).max(4))
 
-    private def resize(capacity: Int): Unit =
-      targets = java.util.Arrays.copyOf(targets.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Target]]
-      messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Any]]
-      dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
-
-  /** A tick's wake-ups, woken once its slot's lock is let go: a device on its own thread takes one
-    * at once, and may ask the wheel for its next. For the thread that ticks the ring.
-    */
-  private final class Fired:
-    private var targets = new Array[Target](64)
-    private var messages = new Array[Any](64)
-    private var size = 0
-
-    def add(target: Target, message: Any): Unit =
-      if size == targets.length then
-        targets = java.util.Arrays.copyOf(targets.asInstanceOf[Array[AnyRef]], size * 2).asInstanceOf[Array[Target]]
-        messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], size * 2).asInstanceOf[Array[Any]]
-      targets(size) = target
-      messages(size) = message
-      size += 1
-
-    def wake(): Unit =
+    /** Wakes all it holds, in order, and empties: a tick's wake-ups, once its slot's lock is let go,
+      * so that a device taking one at once on its own thread may ask the wheel for its next.
+      */
+    def wakeAll(): Unit =
       var i = 0
       while i < size do
         val target = targets(i)
@@ -98,11 +80,16 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         i += 1
       size = 0
 
+    private def resize(capacity: Int): Unit =
+      targets = java.util.Arrays.copyOf(targets.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Target]]
+      messages = java.util.Arrays.copyOf(messages.asInstanceOf[Array[AnyRef]], capacity).asInstanceOf[Array[Any]]
+      dueTicks = java.util.Arrays.copyOf(dueTicks, capacity)
+
   /** One wheel and the ticks it has run. */
   private class Ring:
     private val wheel = Array.fill(slots)(Slot())
     @volatile private var now = 0L // ticks run so far
-    private val fired = Fired()
+    private val fired = Slot() // the tick's wake-ups being woken; for the thread that ticks
 
     /** Keeps the wake-up for its tick, or wakes the target now if that tick has run; whether it was kept. */
     def add(target: Target, message: Any, due: Long): Boolean =
@@ -124,7 +111,7 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
         now = at
         val slot = wheel((at % slots).toInt)
         slot.synchronized(slot.takeDue(at, fired))
-        fired.wake()
+        fired.wakeAll()
       (now + 1) * tickNanos - elapsed
 
     /** The next tick whose slot holds a wake-up (perhaps one for a later turn), looking `horizon`

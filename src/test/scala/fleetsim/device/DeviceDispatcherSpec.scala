@@ -2,9 +2,10 @@ package fleetsim.device
 
 import com.github.plokhotnyuk.jsoniter_scala.core.writeToArray
 import fleetsim.fleet.FleetSettings
+import fleetsim.metrics.FleetMetrics
 import fleetsim.profile.{FleetContext, ProfileLoader}
 import fleetsim.protocol.{ApiCall, JoinReply}
-import fleetsim.transport.{FailureReason, IoThreads, MessageKind, Reply, Request, Transport}
+import fleetsim.transport.{IoThreads, Reply, Request, Transport}
 import org.apache.pekko.Done
 import org.apache.pekko.actor.testkit.typed.scaladsl.ScalaTestWithActorTestKit
 import org.apache.pekko.actor.typed.ActorRef
@@ -74,7 +75,7 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
         def close(): Future[Done] = Future.successful(Done)
       val config = com.typesafe.config.ConfigFactory.load()
       val profile = ProfileLoader.load("ap-v1", FleetContext(FleetSettings(config), None, config))
-      val shared = Device.Shared(profile, DeviceSettings(3, 0.1, BackoffSettings(1.second, 10.seconds)), transport, None, Quiet, wheel, Draws.seeded(1), dispatchers = dispatchers)
+      val shared = Device.Shared(profile, DeviceSettings(3, 0.1, BackoffSettings(1.second, 10.seconds)), transport, None, FleetMetrics(profile.kinds), wheel, Draws.seeded(1), dispatchers = dispatchers)
       val parent = spawn(Behaviors.setup[Unit] { context =>
         context.actorOf(Device.props(7, shared))
         Behaviors.empty
@@ -90,14 +91,3 @@ class DeviceDispatcherSpec extends ScalaTestWithActorTestKit with AnyWordSpecLik
       io.shutdown()
     }
   }
-
-  private object Quiet extends DeviceEvents:
-    def moved(from: Option[DeviceState], to: DeviceState): Unit = ()
-    def stopped(state: DeviceState): Unit = ()
-    def late(kind: MessageKind, nanos: Long): Unit = ()
-    def judged(kind: MessageKind, reply: Reply.Response, failure: Option[FailureReason]): Unit = ()
-    def halted(reason: String): Unit = ()
-    def pushed(): Unit = ()
-    def pushAcknowledged(nanos: Long): Unit = ()
-    def cut(action: Int): Unit = ()
-    def recovered(action: Int, nanos: Long): Unit = ()
