@@ -23,9 +23,13 @@ import scala.jdk.CollectionConverters.*
 final class MqttBroker private (server: Server, host: String, val port: Int, watcher: MqttBroker.Watcher):
   def url: String = s"mqtt://$host:$port"
 
-  /** Publishes `payload` at QoS 1 to `topic`, as the controller; routed like any publish. */
+  /** Publishes `payload` at QoS 1 to `topic`, as the controller; routed like any publish. Retained, as
+    * a device-management service keeps a device's desired configuration: a device that subscribes
+    * later (a new one, or one connecting again after its connection was lost) hears the latest push
+    * at once, where it would otherwise wait for the next that may never come.
+    */
   def publish(topic: String, payload: String): Unit =
-    val message = MqttMessageBuilders.publish().topicName(topic).qos(MqttQoS.AT_LEAST_ONCE).retained(false)
+    val message = MqttMessageBuilders.publish().topicName(topic).qos(MqttQoS.AT_LEAST_ONCE).retained(true)
       .payload(Unpooled.wrappedBuffer(payload.getBytes(UTF_8))).build()
     server.internalPublish(message, MqttBroker.Pusher)
 

@@ -260,6 +260,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case SessionOpened(Left(_: SessionFailure.Refused)) => refusedSession()
     case SessionOpened(Left(_: SessionFailure.Failed)) => backOff()
     case RetryJoin => joinAgain()
+    case Pushed(n, push) if n == sessionNumber + 1 => pushed(push) // before its session's opening: acted on once reporting
     case _ => unread(command)
 
   private def backingOff(command: Command): Unit = command match
@@ -276,6 +277,7 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
     case RetrySession =>
       failures += 1
       openAfterJoin()
+    case Pushed(n, push) if n == sessionNumber + 1 => pushed(push) // before its session's opening: acted on once reporting
     case _ => unread(command)
 
   /** Reporting and ConfigDownloading: the periodic sends, their replies, and bringing itself up to date. */

@@ -106,6 +106,22 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "bring a device that connects after a push up to date: the push is retained" in {
+      val c = config("fleetsim.fleet.ramp-rate = 50") // 4 s of ramp: most devices connect after the push
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.snapshot().tunnels.opened > 0))
+        val controller = run.controller.get
+        assert(post(s"${controller.url}/admin/config/push?to=fleet").contains("\"configSeq\":2"))
+        val connected = run.metrics.snapshot().tunnels.opened
+        assert(connected < Devices / 2, s"$connected of $Devices connected at the push")
+        eventually(assert(controller.counts.received("applied") == Devices))
+        eventually(assert(run.metrics.snapshot().pushes.acknowledged == Devices))
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.messages("applied").ok == Devices && summary.pushes.get.acknowledged == Devices)
+      }
+    }
+
     "fetch over HTTP the document a push names, then acknowledge it" in {
       val profile = Files.writeString(Files.createTempFile(dir, "fetch", ".conf"), """
         name = "iot-mqtt-fetch"
