@@ -152,10 +152,10 @@ class ClusterSpec extends AnyWordSpec with Eventually:
 
   "an SSH fleet with more tunnels than one process may hold open" should {
     "run over three nodes whose budget of open files none could hold it in, its tunnels served by two SSH gateways" in {
-      // The budget lowered to 2,400 open files a process (fleetsim.fleet.max-open-files): 2,500 tunnels need
-      // about 2,655 in one process, a node's share (two blocks of 1,000, should one of the three be lost) about
+      // The budget lowered to 2,200 open files a process (fleetsim.fleet.max-open-files): 2,100 tunnels need
+      // about 2,255 in one process, a node's share (two blocks of 1,000, should one of the three be lost) about
       // 2,155. The same at 24,000 tunnels under the real limit (ulimit -n), 7-9 minutes here: bench/cluster.sh ssh.
-      val (devices, budget) = (2500, 2400L)
+      val (devices, budget) = (2100, 2200L)
       val state = Files.createTempDirectory("fleetsim-gateways")
       // The gateways' keys pinned in a file of this test's: a port pinned by an earlier run's gateway would refuse this one's key.
       val config = Files.writeString(state.resolve("run.conf"), "fleetsim.device.backoff.max = 3s\n" +
