@@ -4,7 +4,7 @@ import fleetsim.device.{DeviceEvents, DeviceState}
 import fleetsim.transport.{FailureReason, MessageKind, Reply}
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry
 import io.micrometer.core.instrument.{MeterRegistry, Timer}
-import org.HdrHistogram.{Histogram, Recorder}
+import org.HdrHistogram.{Histogram, SingleWriterRecorder}
 
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.TimeUnit.NANOSECONDS
@@ -177,19 +177,29 @@ object FleetMetrics:
 
   /** A time kept twice: in HdrHistograms for exact percentiles (since the last look, and overall),
     * and in a Micrometer timer for exporters, if it has one.
+    *
+    * A recorder for each thread that records, merged when taken: the I/O loops record a latency and
+    * a lateness a message, and one recorder shared by them bounced its atomic counters between the
+    * cores (4% of the fleet's CPU at 100,000 devices, perf). A thread's own writes its plain
+    * histogram with two uncontended atomics.
     */
   private final class Timing(timer: Option[Timer]):
-    private val recorder = Recorder(3)
+    private val recorders = java.util.concurrent.CopyOnWriteArrayList[SingleWriterRecorder]()
+    private val recorder = ThreadLocal.withInitial[SingleWriterRecorder] { () =>
+      val own = SingleWriterRecorder(3)
+      recorders.add(own)
+      own
+    }
     private val overall = Histogram(3)
 
     def record(nanos: Long): Unit =
       val n = nanos.max(0)
-      recorder.recordValue(n / 1000)
+      recorder.get.recordValue(n / 1000)
       timer.foreach(_.record(n, NANOSECONDS))
 
-    // Plain, and refilled each time: the recorder's own are concurrent histograms, whose every count
-    // read takes a lock, and percentiles walk thousands of counts (a third of the sample's CPU).
+    // Plain, and refilled each time: percentiles walk thousands of counts.
     private val interval = Histogram(3)
+    private val thread = Histogram(3) // one thread's, before it is added to interval
     private val none = Times.empty
     private var taken = none // the overall times the last take handed out, which nothing changes
 
@@ -198,7 +208,11 @@ object FleetMetrics:
       * each copy is a histogram of thousands of counts, every second.
       */
     def take(): (Times, Times) =
-      recorder.getIntervalHistogramInto(interval)
+      interval.reset()
+      recorders.forEach { r =>
+        r.getIntervalHistogramInto(thread)
+        if thread.getTotalCount > 0 then interval.add(thread)
+      }
       if interval.getTotalCount == 0 then (none, taken)
       else
         overall.add(interval)

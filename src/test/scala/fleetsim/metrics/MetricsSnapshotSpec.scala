@@ -91,6 +91,21 @@ class MetricsSnapshotSpec extends AnyFunSuite with Matchers:
     scrape should include("""fleetsim_devices_stopped_total{reason="checksum: 404 x5"} 400""")
   }
 
+  test("times recorded on many threads while snapshots are taken are each counted once, in the thread's range") {
+    val m = FleetMetrics(kinds)
+    val (threads, each) = (4, 20_000)
+    val recorders = (1 to threads).map(t => Thread(() => (1 to each).foreach(_ => m.replied(kinds(0), ok, t * 1_000_000L))))
+    recorders.foreach(_.start())
+    var recent = 0L
+    while recorders.exists(_.isAlive) do recent += m.snapshot().byKind("heartbeat").recent.count
+    recorders.foreach(_.join(10_000))
+    val last = m.snapshot().byKind("heartbeat")
+    recent + last.recent.count shouldBe threads * each
+    last.overall.count shouldBe threads * each
+    last.overall.latency.max shouldBe threads.toDouble +- 0.01 // thread t's times are t ms
+    last.overall.percentile(100.0 / threads - 1) shouldBe 1.0 +- 0.01
+  }
+
   test("times of very different ranges add up without losing either") {
     val merged = Times.of(1, 2, 3) + Times.of(60_000_000L) + Times.empty
     merged.count shouldBe 4
