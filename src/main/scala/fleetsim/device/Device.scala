@@ -430,6 +430,9 @@ private final class Device(val number: Int, shared: Device.Shared) extends Actor
   private def recovered(): Unit =
     val action = cutBy & ~(Affected | Applies)
     val timed = (cutBy & Affected) == 0
+    // Configuration applied before this process heard the action's moment: the fleet pushes it only
+    // after telling the moment, so the moment is now at the latest (else the device stayed owed for ever).
+    if (cutBy & Applies) != 0 then shared.ends.stamp(action, shared.clock())
     if timed || shared.ends.has(action) then // else an action on the fleet's side that is not over yet: the device is owed still
       events.recovered(action, shared.clock() - (if timed then bootedAt else shared.ends.of(action)))
       cutBy = Switch.NoAction

@@ -379,6 +379,19 @@ class DeviceSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       expectMove(Tunneling, Reporting)
       actions.expectMessage(("recovered", 2, 1.second.toNanos))
 
+    "count a config push it applies before hearing the push's moment as applied then, not owed for ever" in new Fixture:
+      joinAndDownload()
+      device ! Device.Affect(0, 8, Selection.All, cause = 4, Device.Affect.Phase.Start, applies = true)
+      actions.expectMessage(("cut", 4, 0L))
+      // The moment still on its way (on another thread, or behind in the mailbox) when the push's news comes.
+      heartbeatDue().ok(HeartbeatReply(2))
+      expectMove(Reporting, ConfigDownloading)
+      nextCall(ApiCall.Config).ok(ConfigHeader(2))
+      expectMove(ConfigDownloading, Reporting)
+      actions.expectMessage(("recovered", 4, 0L))
+      device ! Device.Affect(0, 8, Selection.All, cause = 4, Device.Affect.Phase.Moment, applies = true)
+      actions.expectNoMessage(50.millis) // counted once
+
     "keep trying to open a tunnel, backing off, while the server is unreachable" in new Fixture(withTunnels = true):
       nextCall(ApiCall.Join).ok(JoinReply(10, 1000, configSeq = 0))
       expectMove(Discovering, Tunneling)
