@@ -6,7 +6,7 @@ import io.micrometer.core.instrument.composite.CompositeMeterRegistry
 import io.micrometer.core.instrument.{MeterRegistry, Timer}
 import org.HdrHistogram.{Histogram, SingleWriterRecorder}
 
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{ConcurrentHashMap, CopyOnWriteArrayList}
 import java.util.concurrent.TimeUnit.NANOSECONDS
 import java.util.concurrent.atomic.LongAdder
 import scala.collection.immutable.ListMap
@@ -184,7 +184,7 @@ object FleetMetrics:
     * histogram with two uncontended atomics.
     */
   private final class Timing(timer: Option[Timer]):
-    private val recorders = java.util.concurrent.CopyOnWriteArrayList[SingleWriterRecorder]()
+    private val recorders = CopyOnWriteArrayList[SingleWriterRecorder]()
     private val recorder = ThreadLocal.withInitial[SingleWriterRecorder] { () =>
       val own = SingleWriterRecorder(3)
       recorders.add(own)

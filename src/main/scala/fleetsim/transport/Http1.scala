@@ -301,7 +301,7 @@ object Http1:
           else if name == 17 && matches(line, "transfer-encoding") then chunked = value.toLowerCase.endsWith("chunked")
           else if name == 10 && matches(line, "connection") then
             closeAfter = value.equalsIgnoreCase("close") || (closeAfter && !value.equalsIgnoreCase("keep-alive"))
-        else if buffer(line) != ' ' && buffer(line) != '\t' then // not a folded line (RFC 9112 §5.2): not a header
+        else if !isBlank(buffer(line)) then // not a folded line (RFC 9112 §5.2): not a header
           malformed(s"header line '${text(line, eol.min(line + 40))}'")
         line = eol + 2
       body = ByteString.empty
@@ -319,9 +319,9 @@ object Http1:
       */
     private def fieldValue(from: Int, until: Int): String =
       var start = from
-      while start < until && (buffer(start) == ' ' || buffer(start) == '\t') do start += 1
+      while start < until && isBlank(buffer(start)) do start += 1
       var end = until
-      while end > start && (buffer(end - 1) == ' ' || buffer(end - 1) == '\t') do end -= 1
+      while end > start && isBlank(buffer(end - 1)) do end -= 1
       text(start, end)
 
     /** Whether the buffer holds `lower` at `at`, ignoring the case of letters. */
@@ -332,6 +332,8 @@ object Http1:
 
     private def isDigit(c: Char): Boolean = c >= '0' && c <= '9'
     private def isDigit(b: Byte): Boolean = b >= '0' && b <= '9'
+    /** A space or a tab: HTTP's whitespace within a line (RFC 9110 §5.6.3). */
+    private def isBlank(b: Byte): Boolean = b == ' ' || b == '\t'
 
     /** Where the line from `from` ends: its CR, or `end`. */
     private def lineEnd(from: Int, end: Int): Int =
