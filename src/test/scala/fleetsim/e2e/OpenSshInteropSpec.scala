@@ -18,14 +18,31 @@ import scala.concurrent.duration.*
 class OpenSshInteropSpec extends AnyWordSpec with Eventually:
   override given patienceConfig: PatienceConfig = PatienceConfig(Span(60, Seconds), Span(100, Millis))
 
-  private val dir = Files.createTempDirectory("fleetsim-openssh")
-  private val port = freePort()
+  /** A throwaway sshd: its directory (keys, config, the device's key), port and log. */
+  private final case class Sshd(dir: Path, port: Int):
+    val log: Path = dir.resolve("sshd.log")
+    def said: String = Files.readString(log)
+    /** A fleet of `devices` logging in to it as this user with `key`, tunnelling to the reference controller. */
+    def fleet(devices: Int, key: Path): com.typesafe.config.Config = ConfigFactory.parseString(s"""
+      fleetsim.fleet { devices = $devices, ramp-rate = 1000, transport = ssh }
+      fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, state-dir = "$dir/controller" }
+      fleetsim.ssh {
+        endpoint = "127.0.0.1:$port"
+        user = "${System.getProperty("user.name")}"
+        key = "$key"
+        known-hosts = "$dir/known_hosts"
+      }
+      fleetsim.device.backoff { min = 200ms, max = 2s }
+      fleetsim.run.results-dir = "$dir/results"
+      """).withFallback(ConfigFactory.load()).resolve()
 
-  /** sshd listening on `port` for the test, stopped after it. Started in the test rather than in
-    * beforeAll: a suite that aborts there takes every later suite of the run down with it.
+  /** sshd listening on a port of its own for the test, stopped after it, with `device_key` the one
+    * key it admits. Started in the test rather than in beforeAll: a suite that aborts there takes
+    * every later suite of the run down with it.
     */
-  private def withSshd(test: => Unit): Unit =
-    val sshdBinary = Programs.sshd
+  private def withSshd(test: Sshd => Unit): Unit =
+    val sshd = Sshd(Files.createTempDirectory("fleetsim-openssh"), freePort())
+    val dir = sshd.dir
     val keygen = Programs.sshKeygen.toString
     Programs.run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("host_key").toString)
     Programs.run(keygen, "-q", "-t", "ed25519", "-N", "", "-f", dir.resolve("device_key").toString)
@@ -33,7 +50,7 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
     Files.createDirectories(Path.of("/run/sshd")) // sshd's privilege-separation directory
     Files.writeString(dir.resolve("sshd_config"),
       s"""ListenAddress 127.0.0.1
-         |Port $port
+         |Port ${sshd.port}
          |HostKey ${dir.resolve("host_key")}
          |PidFile ${dir.resolve("sshd.pid")}
          |AuthorizedKeysFile ${dir.resolve("authorized_keys")}
@@ -43,29 +60,20 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
          |KbdInteractiveAuthentication no
          |PermitRootLogin prohibit-password
          |AllowTcpForwarding yes
-         |LogLevel ERROR
+         |LogLevel VERBOSE
          |""".stripMargin)
-    val sshd = ProcessBuilder(sshdBinary.toString, "-D", "-e", "-f", dir.resolve("sshd_config").toString).inheritIO().start()
+    // Its log in a file: what it says of each login is part of what the tests check.
+    val process = ProcessBuilder(Programs.sshd.toString, "-D", "-E", sshd.log.toString, "-f", dir.resolve("sshd_config").toString)
+      .inheritIO().start()
     try
-      eventually(Socket(InetAddress.getLoopbackAddress, port).close()) // listening
-      test
-    finally sshd.destroy()
+      eventually(Socket(InetAddress.getLoopbackAddress, sshd.port).close()) // listening
+      test(sshd)
+    finally process.destroy()
 
   "Devices tunnelling through OpenSSH's sshd" should {
-    "all reach Reporting, their calls forwarded to the reference controller's HTTP API" in {
-      val c = ConfigFactory.parseString(s"""
-        fleetsim.fleet { devices = 50, ramp-rate = 1000, transport = ssh }
-        fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, state-dir = "$dir/controller" }
-        fleetsim.ssh {
-          endpoint = "127.0.0.1:$port"
-          user = "${System.getProperty("user.name")}"
-          key = "${dir.resolve("device_key")}"
-          known-hosts = "$dir/known_hosts"
-        }
-        fleetsim.device.backoff { min = 200ms, max = 2s }
-        fleetsim.run.results-dir = "$dir/results"
-        """).withFallback(ConfigFactory.load()).resolve()
-      withSshd(withSystem(c) {
+    "all reach Reporting, their calls forwarded to the reference controller's HTTP API, each login signed at once" in withSshd { sshd =>
+      val c = sshd.fleet(50, sshd.dir.resolve("device_key"))
+      withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         eventually(assert(run.metrics.devicesByState(Reporting) == 50))
         val start = run.controller.get.counts.received("heartbeat")
@@ -74,8 +82,32 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
         assert(summary.tunnels.get.opened >= 50)
         for kind <- Seq("heartbeat", "stats", "config") do
           assert(summary.messages(kind).ok > 0 && summary.messages(kind).ok == summary.controller.get.received(kind), kind)
+        // Each login signed in its first request: sshd never had to say it would take the key
+        // ("Postponed publickey", a round trip more), and it accepted every one.
+        val said = sshd.said
+        assert(!said.contains("Postponed publickey"), said.linesIterator.find(_.contains("Postponed")))
+        assert(said.linesIterator.count(_.contains("Accepted publickey")) == summary.tunnels.get.opened)
         // sshd pinned on first use: its key is now in known_hosts.
-        assert(Files.readString(dir.resolve("known_hosts")).contains(s"[127.0.0.1]:$port"))
-      })
+        assert(Files.readString(sshd.dir.resolve("known_hosts")).contains(s"[127.0.0.1]:${sshd.port}"))
+      }
+    }
+
+    "be refused with a key sshd does not know: each try one signed attempt, counted as auth rejected, none Reporting" in withSshd { sshd =>
+      val stranger = sshd.dir.resolve("stranger_key")
+      Programs.run(Programs.sshKeygen.toString, "-q", "-t", "ed25519", "-N", "", "-f", stranger.toString)
+      val c = sshd.fleet(10, stranger)
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        def failed = sshd.said.linesIterator.count(_.contains("Failed publickey"))
+        eventually(assert(failed >= 20)) // every device refused, most of them twice
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.devices.byState("Reporting") == 0 && summary.tunnels.get.opened == 0)
+        assert(summary.tunnels.get.failures("authRejected") >= 20)
+        // One signed attempt a connection, no query first, and no key but the device's offered.
+        val said = sshd.said
+        val connections = said.linesIterator.count(_.startsWith("Connection from"))
+        assert(!said.contains("Postponed publickey") && !said.contains("Accepted publickey"))
+        assert(failed <= connections, said)
+      }
     }
   }

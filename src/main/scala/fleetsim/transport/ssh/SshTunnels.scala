@@ -4,12 +4,12 @@ import fleetsim.transport.*
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
 import org.apache.sshd.client.SshClient
-import org.apache.sshd.client.session.ClientSession
-import org.apache.sshd.common.config.keys.KeyUtils
+import org.apache.sshd.client.auth.pubkey.UserAuthPublicKeyFactory
+import org.apache.sshd.client.config.hosts.HostConfigEntryResolver
+import org.apache.sshd.common.keyprovider.KeyIdentityProvider
 import org.apache.sshd.common.util.net.SshdSocketAddress
 import org.apache.sshd.core.CoreModuleProperties
 
-import java.security.KeyPair
 import java.time.Duration as JDuration
 import scala.jdk.CollectionConverters.*
 import scala.concurrent.duration.FiniteDuration
@@ -36,6 +36,14 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     CoreModuleProperties.HEARTBEAT_NO_REPLY_MAX.set(c, Integer.valueOf(settings.keepaliveMaxMissed))
     SshStreams.smallBuffers(c)
     c.setServerKeyVerifier(HostKeys.verifier(settings))
+    // A device is not this machine's user: no ~/.ssh/config (read again at every connect, a stat and
+    // an exception when it is missing) and no ~/.ssh/id_* keys offered should the device's be refused.
+    c.setHostConfigEntryResolver(HostConfigEntryResolver.EMPTY)
+    c.setKeyIdentityProvider(KeyIdentityProvider.EMPTY_KEYS_PROVIDER)
+    c.setUserAuthFactories(SshClient.DEFAULT_USER_AUTH_FACTORIES.asScala.map {
+      case _: UserAuthPublicKeyFactory => SignedFirst(settings.keys)
+      case other => other
+    }.asJava)
     // With BouncyCastle on the class path (for client certificates), MINA offers the post-quantum
     // hybrids first, and their key generation in pure Java made each handshake cost several times a
     // curve25519 one (docs/ssh.md): the fleet asks for curve25519 first, the others after.
