@@ -92,6 +92,32 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "carry calls to a server that closes the connection after every reply, a channel each, none failed" in withSshd { sshd =>
+      // nginx says Connection: close on every reply and closes; sshd then ends the channel, and the
+      // device's next call opens another on the same session.
+      val nginx = HttpServers.nginx("keepalive_timeout 0;")
+      try
+        val profile = Path.of(getClass.getResource("/conformance/static.conf").toURI)
+        val c = ConfigFactory.parseString(s"""
+          fleetsim.device-profile = "$profile"
+          fleetsim.controller.url = "http://127.0.0.1:${nginx.port}"
+          fleetsim.ssh.target = "127.0.0.1:${nginx.port}"
+          fleetsim.http.request-timeout = 3s
+          """).withFallback(sshd.fleet(10, sshd.dir.resolve("device_key")))
+        withSystem(c) {
+          val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+          eventually(assert(run.metrics.devicesByState(Reporting) == 10 && run.metrics.snapshot().byKind("heartbeat").ok >= 50))
+          val summary = Await.result(run.finish("test over"), 60.seconds)
+          val counts = summary.messages.values
+          val (sent, ok, failed) = (counts.map(_.sent).sum, counts.map(_.ok).sum, counts.map(_.failed).sum)
+          assert(failed == 0 && sent == ok, summary.messages)
+          assert(summary.tunnels.get.opened == 10 && summary.tunnels.get.retunnels == 0)
+          // Every call nginx logged, tunnelled or not (the joins), the fleet counted ok.
+          eventually(assert(nginx.served("cell=") == ok))
+        }
+      finally nginx.stop()
+    }
+
     "be refused with a key sshd does not know: each try one signed attempt, counted as auth rejected, none Reporting" in withSshd { sshd =>
       val stranger = sshd.dir.resolve("stranger_key")
       Programs.run(Programs.sshKeygen.toString, "-q", "-t", "ed25519", "-N", "", "-f", stranger.toString)
