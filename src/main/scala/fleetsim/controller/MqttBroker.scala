@@ -33,16 +33,21 @@ final class MqttBroker private (server: Server, host: String, val port: Int, wat
       .payload(Unpooled.wrappedBuffer(payload.getBytes(UTF_8))).build()
     server.internalPublish(message, MqttBroker.Pusher)
 
-  /** Pushes `payload` to every device that has connected, each on its own topic (`devices/ID/config`). */
+  /** Pushes `payload` to every device that has connected, each on its own topic (`devices/ID/config`):
+    * those the broker's interceptor has told of, and those connected now, which it may not have told
+    * of yet (it runs on a thread of its own, behind the CONNACK).
+    */
   def pushEach(payload: String): Int =
-    val ids = watcher.clients.asScala.toSeq
+    val ids = (watcher.clients.asScala ++ connected).toSeq
     ids.foreach(id => publish(s"devices/$id/config", payload))
     ids.size
 
   /** Closes every device's connection at once, as a broker failing over would; returns how many. */
-  def dropAll(): Int =
-    val connected = server.listConnectedClients().asScala.map(_.getClientID).filter(_ != MqttBroker.Pusher).toSeq
-    connected.count(server.disconnectClient)
+  def dropAll(): Int = connected.count(server.disconnectClient)
+
+  /** The devices connected now, as the broker's sessions say. */
+  private def connected: Seq[String] =
+    server.listConnectedClients().asScala.map(_.getClientID).filter(_ != MqttBroker.Pusher).toSeq
 
   def stop(): Unit = server.stopServer()
 
