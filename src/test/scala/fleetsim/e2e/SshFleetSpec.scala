@@ -89,6 +89,28 @@ class SshFleetSpec extends AnyWordSpec with Eventually:
       }
     }
 
+    "keep every tunnel through a server so slow that calls are given up as stuck, its late replies coming after" in {
+      // Replies 2.5 s late against a timeout of 1 s: a call unanswered a timeout past its deadline
+      // ends its connection, whose channel closes while the server still owes it a reply, which
+      // comes later. The channel ends, the session stays. Heartbeats lost do not end a session
+      // here (max-lost-heartbeats).
+      val c = config(20, "fleetsim.http.request-timeout = 1s\nfleetsim.device.max-lost-heartbeats = 1000")
+      withSystem(c) {
+        val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
+        eventually(assert(run.metrics.devicesByState(Reporting) == 20))
+        def timedOut = run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).failures.getOrElse(FailureReason.TimedOut, 0L)
+        val controller = run.controller.get
+        controller.inject(fleetsim.controller.Faults(latencyMs = 2500))
+        eventually(assert(timedOut >= 60)) // each device's connection given up on, most of them more than once
+        controller.inject(fleetsim.controller.Faults())
+        val answered = controller.counts.received("heartbeat")
+        eventually(assert(controller.counts.received("heartbeat") >= answered + 40)) // fast again, late replies all come
+        val summary = Await.result(run.finish("test over"), 60.seconds)
+        assert(summary.tunnels.get.retunnels == 0 && summary.tunnels.get.opened == 20, summary.tunnels)
+        assert(summary.messages("heartbeat").failures.keySet == Set("timedOut"), summary.messages("heartbeat"))
+      }
+    }
+
     "recover every device after the SSH server stops and starts again" in {
       val state = Files.createTempDirectory("fleetsim-ssh")
       val base = config(100, state = state)
