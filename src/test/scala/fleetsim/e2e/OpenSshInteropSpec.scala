@@ -1,6 +1,6 @@
 package fleetsim.e2e
 
-import com.typesafe.config.ConfigFactory
+import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
 import org.scalatest.concurrent.Eventually
@@ -23,7 +23,7 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
     val log: Path = dir.resolve("sshd.log")
     def said: String = Files.readString(log)
     /** A fleet of `devices` logging in to it as this user with `key`, tunnelling to the reference controller. */
-    def fleet(devices: Int, key: Path): com.typesafe.config.Config = ConfigFactory.parseString(s"""
+    def fleet(devices: Int, key: Path): Config = ConfigFactory.parseString(s"""
       fleetsim.fleet { devices = $devices, ramp-rate = 1000, transport = ssh }
       fleetsim.controller { heartbeat-interval = 1s, stats-interval = 2s, state-dir = "$dir/controller" }
       fleetsim.ssh {

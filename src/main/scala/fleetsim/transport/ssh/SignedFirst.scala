@@ -18,8 +18,8 @@ import java.security.KeyPair
   * is the server's to choose (rsa-sha2-512, rsa-sha2-256, ssh-rsa): MINA's own asks then.
   */
 final class SignedFirst(deviceKeys: KeyPair) extends UserAuthPublicKeyFactory:
-  private val algorithm = KeyUtils.getKeyType(deviceKeys.getPublic)
   private val publicKey = deviceKeys.getPublic
+  private val algorithm = KeyUtils.getKeyType(publicKey) // the key's type is its signature algorithm
 
   override def createUserAuth(session: ClientSession): UserAuthPublicKey =
     if algorithm == KeyPairProvider.SSH_RSA then super.createUserAuth(session) else Auth()
@@ -39,14 +39,15 @@ final class SignedFirst(deviceKeys: KeyPair) extends UserAuthPublicKeyFactory:
         current = KeyPairIdentity(this, session, deviceKeys)
         chosenAlgorithm = algorithm
         val request = session.createBuffer(SshConstants.SSH_MSG_USERAUTH_REQUEST)
-        request.putString(session.getUsername)
+        val user = session.getUsername
+        request.putString(user)
         request.putString(service)
         request.putString(method)
         request.putBoolean(true) // signed
         request.putString(algorithm)
         request.putPublicKey(publicKey)
         if hostKey != null then request.putPublicKey(hostKey)
-        appendSignature(session, service, method, session.getUsername, algorithm, publicKey, hostKey, request)
+        appendSignature(session, service, method, user, algorithm, publicKey, hostKey, request)
         setCancellable(false)
         session.writePacket(request)
         true
