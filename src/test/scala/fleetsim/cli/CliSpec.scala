@@ -41,6 +41,14 @@ class CliSpec extends AnyWordSpec with Eventually:
 
   private def fleetsim(args: String*): Finished = finish(start(args*))
 
+  /** The same entry point in this JVM (Main.run), for a refusal that comes before any run starts:
+    * a JVM of its own for each took the suite about 2 s of CPU to read its flags; the first test and
+    * each run below show the command line in a JVM of its own.
+    */
+  private def refusal(args: String*): Finished =
+    val (code, out, err) = BadInputSpec.runMain(args)
+    Finished(code, out, err)
+
   private def assertUsageError(f: Finished, expected: String): Unit =
     assert(f.code == 2, f.err)
     val lines = f.err.linesIterator.filter(_.nonEmpty).toList
@@ -77,16 +85,13 @@ class CliSpec extends AnyWordSpec with Eventually:
         Seq("run", "--client-ca", "/nonexistent/ca.pem") -> "--client-ca: no such file '/nonexistent/ca.pem'",
         Seq("run", "--client-ca", ca.toString) -> "--client-ca and --client-ca-key go together",
         Seq("run", "--insecure-tls=maybe") -> "--insecure-tls: 'maybe' is not on or off")
-      // The first as a user runs it, a JVM of its own; the others in this one (Main.run), as
-      // BadInputSpec's: thirteen JVMs took 20 s of the suite to read their flags.
+      // The first as a user runs it, a JVM of its own; the others in this one.
       assertUsageError(fleetsim(cases.head._1*), cases.head._2)
-      for (args, expected) <- cases.tail do
-        val (code, out, err) = BadInputSpec.runMain(args)
-        assertUsageError(Finished(code, out, err), expected)
+      for (args, expected) <- cases.tail do assertUsageError(refusal(args*), expected)
     }
 
     "refuse a threshold on a figure the run will not have with exit 2, before the run, listing the figures there are" in {
-      val f = fleetsim("run", "--threshold", "errors.rate < 1%", "--threshold", "latency.telemetry.p99 < 200ms", "--duration", "2s",
+      val f = refusal("run", "--threshold", "errors.rate < 1%", "--threshold", "latency.telemetry.p99 < 200ms", "--duration", "2s",
         "--results", tempDir().toString)
       assertUsageError(f, "fleetsim: --threshold: 'latency.telemetry.p99 < 200ms': no figure latency.telemetry.p99; " +
         "the figures of device profile ap-v1 are latency.<kind>.{p50, p90, p99, max} and messages.<kind>.{sent, ok, forbidden, failed} for join, heartbeat")
@@ -94,20 +99,20 @@ class CliSpec extends AnyWordSpec with Eventually:
     }
 
     "refuse an unreadable or invalid config file with exit 2 and one line" in {
-      assertUsageError(fleetsim("run", "--config", "/nonexistent/fleet.conf"), "cannot read config file")
+      assertUsageError(refusal("run", "--config", "/nonexistent/fleet.conf"), "cannot read config file")
       val file = Files.writeString(tempDir().resolve("bad.conf"), "fleetsim.fleet.devices = lots\n")
-      assertUsageError(fleetsim("run", "--config", file.toString), "devices")
+      assertUsageError(refusal("run", "--config", file.toString), "devices")
       val broken = Files.writeString(tempDir().resolve("broken.conf"), "fleetsim { fleet { devices = \n")
-      assertUsageError(fleetsim("run", "--config", broken.toString), "is not valid HOCON")
+      assertUsageError(refusal("run", "--config", broken.toString), "is not valid HOCON")
     }
 
     "refuse a misspelt setting in a config file with exit 2, its file:line and the setting meant" in {
       val dir = tempDir()
       val typo = Files.writeString(dir.resolve("typo.conf"), "pekko.loglevel = DEBUG\nfleetsim.fleet.devcies = 500\n")
-      assertUsageError(fleetsim("run", "--config", typo.toString),
+      assertUsageError(refusal("run", "--config", typo.toString),
         s"fleetsim: $typo:2: unknown setting fleetsim.fleet.devcies (did you mean fleetsim.fleet.devices?); the settings are listed")
       val far = Files.writeString(dir.resolve("far.conf"), "fleetsim.frobnicate = 3\n")
-      assertUsageError(fleetsim("run", "--config", far.toString), s"fleetsim: $far:1: unknown setting fleetsim.frobnicate; the settings are listed")
+      assertUsageError(refusal("run", "--config", far.toString), s"fleetsim: $far:1: unknown setting fleetsim.frobnicate; the settings are listed")
       val fine = Files.writeString(dir.resolve("fine.conf"), "pekko.loglevel = INFO\nfleetsim.fleet.devices = 5\n")
       val f = fleetsim("run", "--config", fine.toString, "--duration", "2s", "--dashboard", "off", "--results", dir.resolve("run").toString)
       assert(f.code == 0, f.err)
@@ -157,7 +162,7 @@ class CliSpec extends AnyWordSpec with Eventually:
         spoil(dir)
         dir
       def refused(dir: Path, expected: String*): Unit =
-        val f = fleetsim("run", "--tls", "--client-certs-required", "--client-certs", dir.toString, "--devices", "5", "--dashboard", "off",
+        val f = refusal("run", "--tls", "--client-certs-required", "--client-certs", dir.toString, "--devices", "5", "--dashboard", "off",
           "--results", tempDir().toString)
         assert(f.code == 2, f.err)
         val lines = f.err.linesIterator.filter(_.nonEmpty).toList
@@ -175,14 +180,14 @@ class CliSpec extends AnyWordSpec with Eventually:
     }
 
     "refuse up front a fleet that cannot fit the open-file limit" in {
-      val f = fleetsim("run", "--devices", "100", "--max-connections", "1000000000")
+      val f = refusal("run", "--devices", "100", "--max-connections", "1000000000")
       assert(f.code == 1, f.err)
       assert(f.err.contains("open files") && f.err.contains("ulimit -n") && f.err.linesIterator.size == 1, f.err)
-      val ssh = fleetsim("run", "--transport", "ssh", "--devices", "1000000")
+      val ssh = refusal("run", "--transport", "ssh", "--devices", "1000000")
       assert(ssh.code == 1, ssh.err)
       assert(ssh.err.contains("1000000 SSH tunnels") && ssh.err.contains("own process") && ssh.err.contains("spread the fleet"), ssh.err)
       // Over a cluster the devices' ends are spread, but the embedded controller's are all in the run's process.
-      val cluster = fleetsim("run", "--cluster", "127.0.0.1:1", "--transport", "ssh", "--devices", "5000000")
+      val cluster = refusal("run", "--cluster", "127.0.0.1:1", "--transport", "ssh", "--devices", "5000000")
       assert(cluster.code == 1, cluster.err)
       assert(cluster.err.contains("the controller embedded in this run would hold the server end of 5000000 SSH tunnels") &&
         cluster.err.contains("--controller") && cluster.err.linesIterator.size == 1, cluster.err)
@@ -303,21 +308,21 @@ class CliSpec extends AnyWordSpec with Eventually:
   "fleetsim profile check" should {
     "refuse a JSON body that is not JSON once rendered with exit 2, one line naming file:line and the placeholder, no stack trace" in {
       val file = Files.writeString(tempDir().resolve("mac.conf"), "name = \"mine\"\njoin {\n  path = \"/register\"\n  json = \"\"\"{\"mac\":{{mac}}}\"\"\"\n}\n")
-      assertUsageError(fleetsim("profile", "check", file.toString),
+      assertUsageError(refusal("profile", "check", file.toString),
         s"fleetsim: $file:4: join json body is not JSON after rendering (expected value at column 8): quote a text placeholder: \"{{mac}}\"")
     }
   }
 
   "fleetsim node" should {
     "refuse a way of finding the other nodes it cannot use, with exit 2 and one line" in {
-      assertUsageError(fleetsim("node", "--discovery", "zookeeper"), "--discovery: 'zookeeper' is not one of kubernetes-api, pekko-dns, config")
-      assertUsageError(fleetsim("node", "--discovery", "config", "--seed-nodes", "127.0.0.1:25520"),
+      assertUsageError(refusal("node", "--discovery", "zookeeper"), "--discovery: 'zookeeper' is not one of kubernetes-api, pekko-dns, config")
+      assertUsageError(refusal("node", "--discovery", "config", "--seed-nodes", "127.0.0.1:25520"),
         "--seed-nodes and --discovery both say how to find the other nodes: give one")
-      assertUsageError(fleetsim("node", "--discovery", "config"),
+      assertUsageError(refusal("node", "--discovery", "config"),
         "--discovery config needs the nodes' management addresses in a --config file: pekko.discovery.config.services.fleetsim-nodes.endpoints")
-      assertUsageError(fleetsim("node", "--management-port", "7700"), "--management-port does nothing without --discovery: add --discovery")
-      assertUsageError(fleetsim("controller", "--mqtt-port", "1884"), "--mqtt-port does nothing without --mqtt: add --mqtt")
-      assertUsageError(fleetsim("ssh-gateway", "--ssh-port", "0"), "ssh-gateway needs --controller URL")
+      assertUsageError(refusal("node", "--management-port", "7700"), "--management-port does nothing without --discovery: add --discovery")
+      assertUsageError(refusal("controller", "--mqtt-port", "1884"), "--mqtt-port does nothing without --mqtt: add --mqtt")
+      assertUsageError(refusal("ssh-gateway", "--ssh-port", "0"), "ssh-gateway needs --controller URL")
     }
   }
 
@@ -382,7 +387,7 @@ class CliSpec extends AnyWordSpec with Eventually:
         val url = "https://127.0.0.1:\\d+".r.findFirstIn(banner).getOrElse(fail(s"no address in '$banner'"))
         val ca = state.resolve("tls").resolve("ca.pem")
         assert(Files.isRegularFile(ca))
-        assertUsageError(fleetsim("run", "--controller", url, "--devices", "5", "--duration", "2s"),
+        assertUsageError(refusal("run", "--controller", url, "--devices", "5", "--duration", "2s"),
           s"the controller's certificate at $url is not signed by the system's trust store")
         val trusted = fleetsim("run", "--controller", url, "--ca-file", ca.toString, "--devices", "10", "--duration", "3s", "--dashboard", "off",
           "--results", tempDir().resolve("run").toString)
