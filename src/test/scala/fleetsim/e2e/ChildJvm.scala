@@ -14,7 +14,7 @@ import scala.util.Using
   * test (a 4 s run of 200 devices: 6.4 s of CPU with C2, 3.4 s with C1 alone, here). The code run is
   * the same; how fast it runs once compiled is for bench/, which runs the jar with the launcher's settings.
   *
-  * The suite starts about 80 children, so their start is shared: they load fleetsim's classes from a
+  * The suite starts about 60 children, so their start is shared: they load fleetsim's classes from a
   * class-data archive (AppCDS) dumped once from a short SSH run (a 2 s run of 50 devices: 4.7 s of CPU
   * without it, 3.1 s with it, here). JDK 17 archives only from jars, so the children run fleetsim's
   * classes from a jar of target/classes, as users run them from fleetsim.jar.
