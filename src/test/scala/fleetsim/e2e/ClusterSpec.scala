@@ -115,9 +115,10 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       assert(fleetsim.report.Timeseries.read(results).exists(s => s.nodes.size == 3 && s.nodes.values.forall(_ == 1000)))
       nodes.last.process.destroyForcibly() // kill -9: no goodbye to the cluster
       val killed = System.nanoTime()
-      // The others notice, the split brain resolver downs it (its devices leave the count: 13 s here),
-      // and its block starts again elsewhere (23 s in all here; 36 s once, beside another suite in CI).
-      awaitFewer(results, 3000, within = 30)
+      // The others notice, the split brain resolver downs it (it and its devices leave the count: 13 s
+      // here), and its block starts again elsewhere (23 s in all here; 36 s once, beside another suite
+      // in CI). Not a dip in Reporting: devices backing off a busy controller make one too (CI once).
+      awaitNodes(results, 2, within = 30)
       awaitReporting(results, 3000, within = 40)
       val rehomedS = (System.nanoTime() - killed) / 1e9
       assert(rehomedS <= 40, s"Reporting again after $rehomedS s")
@@ -305,5 +306,6 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       assert(spread.size == nodes && spread.values.sum == 3000, spread)
     }
 
-  private def awaitFewer(results: Path, devices: Long, within: Int): Unit =
-    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(reporting(results) < devices, "the lost node's devices were still counted"))
+  /** Waits until the run counts devices on `nodes` nodes: a lost node downed, its block not yet placed again, say. */
+  private def awaitNodes(results: Path, nodes: Int, within: Int): Unit =
+    eventually(timeout(Span(within, Seconds)), interval(Span(200, Millis)))(assert(latest(results).exists(_.nodes.size == nodes), latest(results).map(_.nodes)))
