@@ -31,10 +31,8 @@ class ScaleSpec extends AnyWordSpec:
   private def fleet(controllerUrl: String, devices: Int): () => Summary =
     val results = Files.createTempDirectory("fleetsim-scale")
     val heapMiB = (BaseBytes + devices * BytesPerDevice) >> 20
-    // A device turned away during the ramp is back within 3 s, not the default's 60.
-    val quickBackoff = Files.writeString(results.resolve("quick-backoff.conf"), "fleetsim.device.backoff.max = 3s\n")
     val command = ChildJvm.command(s"${heapMiB}m", options = Seq("-XX:+ExitOnOutOfMemoryError"), args = Seq(
-      "run", "--controller", controllerUrl, "--devices", devices.toString, "--ramp-rate", "2000", "--config", quickBackoff.toString,
+      "run", "--controller", controllerUrl, "--devices", devices.toString, "--ramp-rate", "2000", "--config", quickBackoff,
       "--dashboard", "off", "--results", results.toString))
     val process = ProcessBuilder(command.asJava).redirectErrorStream(true).start()
     val output = Output(process.getInputStream)

@@ -11,6 +11,15 @@ def freePort(): Int =
   val socket = java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress)
   try socket.getLocalPort finally socket.close()
 
+/** A config file (`--config`) for a fleet run in a child JVM, whose devices turned away by a busy
+  * controller (a cold start, a ramp beside other suites) come back within 3 s, not the default's 60,
+  * so that a test's deadlines hold.
+  */
+lazy val quickBackoff: String =
+  val file = java.nio.file.Files.createTempFile("fleetsim-quick-backoff", ".conf")
+  java.nio.file.Files.writeString(file, "fleetsim.device.backoff.max = 3s\n")
+  file.toString
+
 /** Deletes `dir` and all under it. */
 def deleteTree(dir: java.nio.file.Path): Unit =
   scala.util.Using.resource(java.nio.file.Files.walk(dir))(_.sorted(java.util.Comparator.reverseOrder()).forEach(java.nio.file.Files.delete))
