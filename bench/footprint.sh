@@ -9,16 +9,21 @@
 # classes that hold the most of it. Each JAR in turn (default target/fleetsim.jar, with its lib/
 # beside it): compare two builds in the same hour, A B B A on a noisy machine. RAMP (devices a
 # second; default 100 for tls, the rate the controller takes TLS handshakes beside the fleet's ramp
-# here, and 500 otherwise); FLEET_OPTS, JVM options for the fleet. Appends to
+# here, and 500 otherwise); HANDSHAKES, ssh's --max-handshakes (default 16: with 32 at a time the
+# controller, on the same cores, spent so much on handshakes at 19,000 tunnels that its replies
+# outlasted the fleet's timeout and devices re-tunnelled, bench/history/2026-11-27-ssh-channel-wire-storm-explained.md);
+# FLEET_OPTS, JVM options for the fleet. Appends to
 # bench/history/DATE-footprint.md and prints it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kind="$1"; n="$2"; shift 2
 jars=("$@"); [ ${#jars[@]} -gt 0 ] || jars=("$here/target/fleetsim.jar")
+shakes=""
 case "$kind" in
   tls) controller_flags=(--tls=on); fleet_flags=(--device-profile "$here/bench/profiles/ap-v1-per-device.conf"); ramp="${RAMP:-100}" ;;
   tls-shared) controller_flags=(--tls=on); fleet_flags=(--device-profile ap-v1); ramp="${RAMP:-500}" ;;
-  ssh) controller_flags=(--ssh-port 0); fleet_flags=(--transport ssh --max-handshakes 32 --known-hosts KNOWN); ramp="${RAMP:-500}" ;;
+  ssh) controller_flags=(--ssh-port 0); fleet_flags=(--transport ssh --max-handshakes "${HANDSHAKES:-16}" --known-hosts KNOWN); ramp="${RAMP:-500}"
+    shakes=", ${HANDSHAKES:-16} handshakes at a time" ;;
   *) echo "bench/footprint.sh: KIND is tls, tls-shared or ssh, not '$kind'" >&2; exit 2 ;;
 esac
 history="$here/bench/history/$(date -u +%Y-%m-%d)-footprint.md"
@@ -26,7 +31,7 @@ tck=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 [ -f "$history" ] || printf '# What a device holding a connection of its own costs\n\nRun by `bench/footprint.sh`; a line a build.\n\n' > "$history"
-echo "### $(date -u '+%Y-%m-%d %H:%M') UTC, $kind, $n devices, ramp $ramp/s, $(nproc) cores" >> "$history"
+echo "### $(date -u '+%Y-%m-%d %H:%M') UTC, $kind, $n devices, ramp $ramp/s$shakes, $(nproc) cores" >> "$history"
 for jar in "${jars[@]}"; do
   work=$(mktemp -d)
   java -Xmx5g -Dfleetsim.controller.idle-timeout=900s -jar "$jar" controller --port 0 "${controller_flags[@]}" --state-dir "$work/controller" > "$work/controller.log" 2>&1 &

@@ -7,8 +7,9 @@ import org.apache.pekko.util.ByteString
 
 /** A connection's bytes, both ways, for an HTTP client connection ([[PipelinedConnection]]): written
   * by calls, read by a [[Wire.Receiver]]'s callbacks. A plain TCP socket is a wire with no stream in
-  * between ([[Sockets.open]]), its receiver called on the socket's loop; a TLS connection or an SSH
-  * channel is a stream of bytes, run as one ([[Wire.over]]), its receiver called on the pool.
+  * between ([[Sockets.open]]), its receiver called on the socket's loop, and so is an SSH channel
+  * ([[fleetsim.transport.ssh.ChannelWire]]), on its session's I/O thread; a TLS connection is a
+  * stream of bytes, run as one ([[Wire.over]]), its receiver called on the pool.
   */
 trait Wire:
   /** Sends `bytes` after those written before; false when the wire has ended and takes nothing. */
@@ -35,7 +36,7 @@ object Wire:
       */
     def ended(failure: Option[Throwable]): Unit
 
-  /** A wire over a stream of bytes (a TLS connection, an SSH channel), run as one stream: what is
+  /** A wire over a stream of bytes (a TLS connection), run as one stream: what is
     * written while a write is under way leaves in the next one, up to `depth` writes waiting.
     */
   def over(bytes: Flow[ByteString, ByteString, ?], depth: Int, receiver: Receiver)(using system: ActorSystem[?]): Wire =

@@ -14,8 +14,9 @@ import java.io.EOFException
 import scala.concurrent.{ExecutionContext, Future, Promise}
 import scala.util.Try
 
-/** MINA SSHD's asynchronous channel streams as Pekko streams, for both ends of a tunnel: the
-  * fleet's HTTP client and the controller's HTTP server speak through the same bridge.
+/** MINA SSHD's asynchronous channel streams as Pekko streams, for the controller's end of a tunnel,
+  * where its HTTP server is a stream; and what both ends of a tunnel set alike. The fleet's end is a
+  * [[ChannelWire]].
   */
 object SshStreams:
   private val ReadSize = 16 * 1024
@@ -48,7 +49,7 @@ object SshStreams:
     * waiting on every open channel, and a buffer of `ReadSize` bytes for each was most of what an
     * idle tunnel held.
     */
-  private final class Taken extends ByteArrayBuffer(Array.emptyByteArray, false):
+  private[ssh] final class Taken extends ByteArrayBuffer(Array.emptyByteArray, false):
     var bytes: ByteString = ByteString.empty
     override def putBuffer(src: Readable, expand: Boolean): Int =
       val array = new Array[Byte](math.min(src.available, ReadSize))

@@ -3,13 +3,11 @@ package fleetsim.transport.ssh
 import fleetsim.transport.*
 import org.apache.pekko.Done
 import org.apache.pekko.actor.typed.ActorSystem
-import org.apache.pekko.stream.scaladsl.Flow
-import org.apache.sshd.common.channel.StreamingChannel.Streaming
 import org.apache.sshd.client.session.ClientSession
 import org.apache.sshd.common.util.net.SshdSocketAddress
 
 import scala.concurrent.{ExecutionContext, Future, Promise}
-import scala.util.{Failure, Success}
+import scala.util.Success
 
 /** A device's SSH tunnel: its [[Session]]. Its calls travel as HTTP/1.1 over a direct-tcpip channel, as OpenSSH
   * local port forwarding would carry them, but with no local listener and no extra descriptor.
@@ -38,18 +36,13 @@ final class SshTunnel(session: ClientSession, target: SshdSocketAddress, pipelin
   /** The open channel, or a new one when the last was closed (by the server's idle timeout, say). */
   private def currentConnection(): PipelinedConnection = synchronized {
     connection.filter(_.isOpen).getOrElse {
-      val fresh = PipelinedConnection(Wire.over(channelBytes(), _, _), pipelining, deadlines, limits, resend = place)
+      val fresh = PipelinedConnection(
+        (_, receiver) => ChannelWire(session.createDirectTcpipChannel(SshdSocketAddress("127.0.0.1", 0), target), receiver, summon[ExecutionContext]),
+        pipelining, deadlines, limits, resend = place)
       connection = Some(fresh)
       fresh
     }
   }
-
-  /** Bytes through a new direct-tcpip channel to the target, once it is open. */
-  private def channelBytes() =
-    val channel = session.createDirectTcpipChannel(SshdSocketAddress("127.0.0.1", 0), target)
-    channel.setStreaming(Streaming.Async)
-    val opened = SshStreams.completion(channel.open())(f => if f.isOpened then Success(channel) else Failure(f.getException))
-    Flow.futureFlow(opened.map(c => SshStreams.flow(c.getAsyncOut, c.getAsyncIn, () => c.close(false))))
 
   def close(): Future[Done] = SshStreams.completion(session.close(false))(_ => Success(Done))
   /** The socket closed at once: no channel closed in turn, no disconnect message. */
