@@ -3,6 +3,7 @@ package fleetsim.e2e
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
+import fleetsim.transport.FailureReason
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
@@ -125,7 +126,8 @@ class OpenSshInteropSpec extends AnyWordSpec with Eventually:
       withSystem(c) {
         val run = Await.result(FleetRun.start(RunSettings(c)), 30.seconds)
         def failed = sshd.said.linesIterator.count(_.contains("Failed publickey"))
-        eventually(assert(failed >= 20)) // every device refused, most of them twice
+        // Every device refused, most of them twice: in sshd's log, and counted by the fleet (which hears it after sshd logs it).
+        eventually(assert(failed >= 20 && run.metrics.snapshot().tunnels.failures(FailureReason.AuthRejected) >= 20))
         val summary = Await.result(run.finish("test over"), 60.seconds)
         assert(summary.devices.byState("Reporting") == 0 && summary.tunnels.get.opened == 0)
         assert(summary.tunnels.get.failures("authRejected") >= 20)
