@@ -4,7 +4,6 @@ import fleetsim.transport.Wire
 import org.apache.pekko.util.ByteString
 import org.apache.sshd.client.channel.ChannelDirectTcpip
 import org.apache.sshd.common.channel.StreamingChannel.Streaming
-import org.apache.sshd.common.util.buffer.ByteArrayBuffer
 
 import java.io.EOFException
 import scala.concurrent.ExecutionContext
@@ -60,10 +59,7 @@ final class ChannelWire(channel: ChannelDirectTcpip, receiver: Wire.Receiver, po
   def abort(cause: Throwable): Unit = failed(cause)
 
   private def send(bytes: ByteString): Unit =
-    try
-      channel.getAsyncIn.writeBuffer(ByteArrayBuffer(bytes.toArrayUnsafe())).addListener { f =>
-        if f.isWritten then sent() else failed(Option(f.getException).getOrElse(EOFException("channel closed")))
-      }
+    try SshStreams.writeOnce(channel.getAsyncIn, bytes)(_.fold(sent())(failed))
     catch case e: Exception => failed(e)
 
   /** The channel can take the next write: what waits, or, once closing, the channel's close. */
@@ -88,17 +84,13 @@ final class ChannelWire(channel: ChannelDirectTcpip, receiver: Wire.Receiver, po
 
   /** A read always waits on the channel while it is open: the channel's window opens as it is read. */
   private def read(): Unit =
-    val taken = SshStreams.Taken()
-    channel.getAsyncOut.read(taken).addListener { f =>
-      f.getException match
-        case null =>
-          hearing.synchronized(if !over then receiver.received(taken.bytes))
-          read()
-        case e =>
-          val failure = if e.isInstanceOf[EOFException] then None else Some(e)
-          if failure.isDefined then channel.close(true)
-          if ending() then hearing.synchronized(receiver.ended(failure))
-    }
+    SshStreams.readOnce(channel.getAsyncOut)(
+      bytes =>
+        hearing.synchronized(if !over then receiver.received(bytes))
+        read(),
+      failure =>
+        if failure.isDefined then channel.close(true)
+        if ending() then hearing.synchronized(receiver.ended(failure)))
 
   /** True the first time: the wire takes nothing more, and its receiver is to hear its end. */
   private def ending(): Boolean = synchronized {

@@ -34,22 +34,31 @@ object SshStreams:
     }
 
   private def read(in: IoInputStream): Future[Option[(Unit, ByteString)]] =
-    val taken = Taken()
     val result = Promise[Option[(Unit, ByteString)]]()
+    readOnce(in)(bytes => result.success(Some(((), bytes))), {
+      case None => result.success(None)
+      case Some(e) => result.failure(e)
+    })
+    result.future
+
+  /** One read of a channel: what came to `read`, or its end to `ended` (None: the other side's EOF).
+    * Callbacks rather than a future: the fleet's end ([[ChannelWire]]) reads on the session's I/O thread.
+    */
+  def readOnce(in: IoInputStream)(read: ByteString => Unit, ended: Option[Throwable] => Unit): Unit =
+    val taken = Taken()
     in.read(taken).addListener { f =>
       f.getException match
-        case null => result.success(Some(((), taken.bytes)))
-        case _: EOFException => result.success(None)
-        case e => result.failure(e)
+        case null => read(taken.bytes)
+        case _: EOFException => ended(None)
+        case e => ended(Some(e))
     }
-    result.future
 
   /** A read's buffer that holds nothing while it waits: the channel hands it what came (`putBuffer`),
     * up to `ReadSize`, and that becomes the bytes read, in an array of their size. A read is always
     * waiting on every open channel, and a buffer of `ReadSize` bytes for each was most of what an
     * idle tunnel held.
     */
-  private[ssh] final class Taken extends ByteArrayBuffer(Array.emptyByteArray, false):
+  private final class Taken extends ByteArrayBuffer(Array.emptyByteArray, false):
     var bytes: ByteString = ByteString.empty
     override def putBuffer(src: Readable, expand: Boolean): Int =
       val array = new Array[Byte](math.min(src.available, ReadSize))
@@ -59,10 +68,14 @@ object SshStreams:
 
   private def write(out: IoOutputStream, bytes: ByteString): Future[Unit] =
     val result = Promise[Unit]()
-    out.writeBuffer(ByteArrayBuffer(bytes.toArrayUnsafe())).addListener { f =>
-      if f.isWritten then result.success(()) else result.failure(Option(f.getException).getOrElse(EOFException("channel closed")))
-    }
+    writeOnce(out, bytes)(failure => result.complete(failure.toLeft(()).toTry))
     result.future
+
+  /** One write to a channel; `done` hears when it has been sent (None) or why it could not be. */
+  def writeOnce(out: IoOutputStream, bytes: ByteString)(done: Option[Throwable] => Unit): Unit =
+    out.writeBuffer(ByteArrayBuffer(bytes.toArrayUnsafe())).addListener { f =>
+      done(if f.isWritten then None else Some(Option(f.getException).getOrElse(EOFException("channel closed"))))
+    }
 
   /** What a tunnel holds between calls, at either end, kept small. Its socket always has a read
     * waiting, into a buffer of its own (32 KB by default). What comes on a channel is copied whole
