@@ -26,6 +26,14 @@ final class ChannelWire(channel: ChannelDirectTcpip, receiver: Wire.Receiver, po
   private var closing = false // guarded by this: close() asked; the channel closes once what waits is sent
   @volatile private var over = false // set under this lock: the receiver hears nothing more but its end
   private val hearing = Object() // the receiver's calls, one at a time, as a wire promises
+  // The read's callbacks, made once a wire rather than once a read (before the
+  // channel opens: its listener starts the reads, maybe on another thread).
+  private val heard: ByteString => Unit = bytes =>
+    hearing.synchronized(if !over then receiver.received(bytes))
+    read()
+  private val readEnded: Option[Throwable] => Unit = failure =>
+    if failure.isDefined then channel.close(true)
+    if ending() then hearing.synchronized(receiver.ended(failure))
 
   channel.setStreaming(Streaming.Async)
   channel.open().addListener { opened =>
@@ -83,14 +91,7 @@ final class ChannelWire(channel: ChannelDirectTcpip, receiver: Wire.Receiver, po
     if ending() then pool.execute(() => hearing.synchronized(receiver.ended(Some(e))))
 
   /** A read always waits on the channel while it is open: the channel's window opens as it is read. */
-  private def read(): Unit =
-    SshStreams.readOnce(channel.getAsyncOut)(
-      bytes =>
-        hearing.synchronized(if !over then receiver.received(bytes))
-        read(),
-      failure =>
-        if failure.isDefined then channel.close(true)
-        if ending() then hearing.synchronized(receiver.ended(failure)))
+  private def read(): Unit = SshStreams.readOnce(channel.getAsyncOut)(heard, readEnded)
 
   /** True the first time: the wire takes nothing more, and its receiver is to hear its end. */
   private def ending(): Boolean = synchronized {
