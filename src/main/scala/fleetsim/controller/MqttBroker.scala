@@ -1,6 +1,6 @@
 package fleetsim.controller
 
-import io.moquette.broker.Server
+import io.moquette.broker.{IRetainedRepository, Server}
 import io.moquette.broker.config.MemoryConfig
 import io.moquette.broker.security.IAuthorizatorPolicy
 import io.moquette.broker.subscriptions.Topic
@@ -20,17 +20,23 @@ import scala.jdk.CollectionConverters.*
   * (`devices/ID/telemetry` counts as telemetry: the profile names topics after its message kinds),
   * and pushes configuration by publishing to the devices' topics itself.
   */
-final class MqttBroker private (server: Server, host: String, val port: Int, watcher: MqttBroker.Watcher):
+final class MqttBroker private (server: Server, host: String, val port: Int, watcher: MqttBroker.Watcher, retained: IRetainedRepository):
   def url: String = s"mqtt://$host:$port"
 
   /** Publishes `payload` at QoS 1 to `topic`, as the controller; routed like any publish. Retained, as
     * a device-management service keeps a device's desired configuration: a device that subscribes
     * later (a new one, or one connecting again after its connection was lost) hears the latest push
     * at once, where it would otherwise wait for the next that may never come.
+    *
+    * Retained before it is routed: Moquette routes a publish to the subscribers it has, then retains
+    * it, so a device subscribing in between got neither (one of 200 in MqttEndToEndSpec, once). The
+    * other way round, such a device hears the push at least once (a device acts on a configuration
+    * newer than its own, so twice does no harm).
     */
   def publish(topic: String, payload: String): Unit =
     val message = MqttMessageBuilders.publish().topicName(topic).qos(MqttQoS.AT_LEAST_ONCE).retained(true)
       .payload(Unpooled.wrappedBuffer(payload.getBytes(UTF_8))).build()
+    retained.retain(Topic(topic), message)
     server.internalPublish(message, MqttBroker.Pusher)
 
   /** Pushes `payload` to every device that has connected, each on its own topic (`devices/ID/config`):
@@ -107,7 +113,18 @@ object MqttBroker:
     val watcher = Watcher()
     try server.startServer(MemoryConfig(properties), java.util.List.of(watcher), null, null, Counter(registry))
     catch case e: RuntimeException => throw fleetsim.CannotBind.of(host, port, "mqtt", e).getOrElse(e)
-    new MqttBroker(server, host, chosen, watcher)
+    new MqttBroker(server, host, chosen, watcher, retainedOf(server))
+
+  /** The broker's store of retained messages, which Moquette 0.18.3 keeps to itself (its server's
+    * post office holds it): [[publish]] retains before it routes.
+    */
+  private def retainedOf(server: Server): IRetainedRepository =
+    def field(owner: Class[?], name: String, of: AnyRef): AnyRef =
+      val f = owner.getDeclaredField(name)
+      f.setAccessible(true)
+      f.get(of)
+    val postOffice = field(classOf[Server], "dispatcher", server)
+    field(postOffice.getClass, "retainedRepository", postOffice).asInstanceOf[IRetainedRepository]
 
   private def freePort(host: String): Int =
     val socket = java.net.ServerSocket(0, 1, java.net.InetAddress.getByName(host))
