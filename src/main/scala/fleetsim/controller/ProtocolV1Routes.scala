@@ -58,7 +58,7 @@ private final class ProtocolV1Routes(registry: Registry, settings: ControllerSet
             Protocol.parse[Heartbeat](body).foreach { beat =>
               device.configSeq = beat.configSeq
               device.state = beat.state
-              registry.sawUptime(device, beat.uptimeS)
+              registry.sawUptime(mac, device, beat.uptimeS)
             }
             device.lastSeenMillis = System.currentTimeMillis()
             registry.seenFrom(device, address)

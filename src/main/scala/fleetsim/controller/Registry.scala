@@ -94,10 +94,15 @@ final class Registry:
   /** A heartbeat's uptime. Within one session a device's uptime only grows: one that goes back by
     * more than [[Registry.UptimeSlackS]] comes from a second device with the same MAC, booted later
     * (one block of devices running on two cluster nodes, say). Clock-free, so slow replies and
-    * queues do not make duplicates.
+    * queues do not make duplicates. The first few are logged, with the MAC, for whoever has to find
+    * the second device.
     */
-  def sawUptime(device: DeviceRecord, uptimeS: Long): Unit =
-    if device.uptimeS - uptimeS > Registry.UptimeSlackS then duplicates.increment()
+  def sawUptime(mac: String, device: DeviceRecord, uptimeS: Long): Unit =
+    if device.uptimeS - uptimeS > Registry.UptimeSlackS then
+      duplicates.increment()
+      if duplicates.sum <= Registry.DuplicatesLogged then
+        Registry.log.warn(s"device $mac: a heartbeat with uptime $uptimeS s after one with ${device.uptimeS} s, from ${device.address}: " +
+          s"a second device with this MAC? (the first ${Registry.DuplicatesLogged} such are logged)")
     device.uptimeS = uptimeS
 
   def countConnection(): Unit = connections.increment()
@@ -117,6 +122,8 @@ object Registry:
     * their way. Two devices sharing a MAC that booted closer than this go unseen.
     */
   val UptimeSlackS = 10
+  private val DuplicatesLogged = 10
+  private val log = org.slf4j.LoggerFactory.getLogger(classOf[Registry])
 
 /** Counts by name; protocol v1's kinds always listed, in their order, so a zero shows. */
 private final class Tally:

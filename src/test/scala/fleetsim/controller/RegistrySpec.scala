@@ -39,10 +39,10 @@ class RegistrySpec extends AnyFunSuite with Matchers:
     registry.counts.addressChanges shouldBe 0
     registry.seenFrom(device, "127.0.0.3")
     registry.counts.addressChanges shouldBe 1
-    registry.sawUptime(device, 100)
-    registry.sawUptime(device, 100 - Registry.UptimeSlackS) // two heartbeats overtaking each other
+    registry.sawUptime("02:00:00:00:00:02", device, 100)
+    registry.sawUptime("02:00:00:00:00:02", device, 100 - Registry.UptimeSlackS) // two heartbeats overtaking each other
     registry.counts.duplicates shouldBe 0
-    registry.sawUptime(device, 5) // booted later: another device
+    registry.sawUptime("02:00:00:00:00:02", device, 5) // booted later: another device
     registry.counts.duplicates shouldBe 1
   }
 

@@ -176,10 +176,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       // What a process may hold under the budget, with the 4 shared HTTP connections of a fleet this small.
       val fits = (tunnels: Long) => fleetsim.fleet.DescriptorBudget.check(4, tunnels.toInt, embeddedController = false, Some(budget)).isRight
       assert(nodes.size == 3 && nodes.values.sum == devices && nodes.values.forall(n => n > 0 && fits(n)) && !fits(devices), nodes) // none could hold it alone
-      val counts = java.net.http.HttpClient.newHttpClient().send(
-        java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray()).body
-      import fleetsim.controller.ControllerRoutes.given
-      val controller = com.github.plokhotnyuk.jsoniter_scala.core.readFromArray[fleetsim.metrics.ControllerCounts](counts)
+      val controller = controllerCounts(url)
       reconciles(summary.messages, controller.received)
       assert(controller.tunnelled("heartbeat") == controller.received("heartbeat")) // every heartbeat through a gateway's tunnel
     }
@@ -220,6 +217,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
     "hold the first's devices back when it wakes, so no device calls alongside its re-homed copy, and have the second hand its devices over before it leaves" in {
       val (seed, nodes) = cluster()
       val (run, results) = fleetOver(seed)
+      val controllerUrl = run.output.linesIterator.find(_.contains("3000 http devices against")).get.split(" against ")(1).takeWhile(_ != ',')
       awaitReporting(results, 3000, within = 60)
       val frozen = nodes.last
       signal("STOP", frozen) // a paused VM, a long GC: the others down it and start its block again
@@ -228,6 +226,10 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       frozen.awaitLine("its devices hold back until it knows it is still a member", seconds = 30)
       frozen.exit(60) // it learns it was downed, and its process ends
       awaitReporting(results, 3000, within = 60) // the re-homed block's last devices back from their backoff
+      // No MAC from two devices at once: the woken node's devices did not call beside their copies
+      // (the controller logs the first duplicates it sees, MAC and uptimes, in the run's output).
+      val afterWake = controllerCounts(controllerUrl).duplicates
+      assert(afterWake == 0, s"after the wake; the woken node's output:\n${frozen.output}\nthe run's output ended:\n${run.output.takeRight(4000)}")
       // Then a node stopped as a service manager stops it: its blocks move to the last node before it goes.
       nodes(1).process.destroy() // SIGTERM
       nodes(1).exit(30)
@@ -236,8 +238,8 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       // beside two other suites: they back off (3 s at most) and come again, all within about 20 s here.
       awaitReporting(results, 3000, within = 60)
       val summary = stop(run, results)
-      // No MAC from two devices at once: neither the woken node's devices nor a block handed over called beside their copies.
-      assert(summary.controller.get.duplicates == 0, frozen.output)
+      // Nor did a block handed over call beside its copies.
+      assert(summary.controller.get.duplicates == 0, s"after the handover; the run's output ended:\n${run.output.takeRight(4000)}")
       assert(summary.devices.byState("Reporting") == 3000)
       val spread = summary.cluster.get
       assert(spread.nodes.size == 1 && spread.nodes.values.sum == 3000, spread)
@@ -267,6 +269,13 @@ class ClusterSpec extends AnyWordSpec with Eventually:
     val summary = Summary.read(file)
     assert(summary.run.stopReason == "interrupted", run.output)
     summary
+
+  /** What the reference controller at `url` has counted so far. */
+  private def controllerCounts(url: String): fleetsim.metrics.ControllerCounts =
+    val counts = java.net.http.HttpClient.newHttpClient().send(
+      java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray()).body
+    import fleetsim.controller.ControllerRoutes.given
+    com.github.plokhotnyuk.jsoniter_scala.core.readFromArray[fleetsim.metrics.ControllerCounts](counts)
 
   /** The run's latest sample, from its time-series file. */
   private def latest(results: Path): Option[fleetsim.metrics.Sample] =
