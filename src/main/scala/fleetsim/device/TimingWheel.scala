@@ -143,19 +143,13 @@ final class TimingWheel(clock: () => Long = () => System.nanoTime(), val tick: F
       if armed != null then armed.cancel(false)
       armedFor = at
       armed = io.after(thread, (at * tickNanos - (clock() - start)).max(0).nanos) { () =>
+        armedFor = Long.MaxValue
         armed = null
         run()
       }
 
-    /** Runs the ticks due, then arms for the next busy one. What the ticks' devices add meanwhile
-      * arms nothing: each earlier one than the last would set a timer (a device's next send, a
-      * heartbeat later) and cancel the one before, which stays queued until its time. At 1M devices
-      * 166,000 such timers lived up to a minute each, long enough for G1 to promote them.
-      */
     private def run(): Unit = if !closed then
-      armedFor = Long.MinValue
       catchUp()
-      armedFor = Long.MaxValue
       arm(nextBusy(horizon))
 
     io.execute(thread, () => run()) // the first look for a busy tick
