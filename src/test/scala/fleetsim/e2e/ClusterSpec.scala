@@ -176,7 +176,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       // What a process may hold under the budget, with the 4 shared HTTP connections of a fleet this small.
       val fits = (tunnels: Long) => fleetsim.fleet.DescriptorBudget.check(4, tunnels.toInt, embeddedController = false, Some(budget)).isRight
       assert(nodes.size == 3 && nodes.values.sum == devices && nodes.values.forall(n => n > 0 && fits(n)) && !fits(devices), nodes) // none could hold it alone
-      val controller = controllerCounts(url)
+      val controller = Admin(url).counts()
       reconciles(summary.messages, controller.received)
       assert(controller.tunnelled("heartbeat") == controller.received("heartbeat")) // every heartbeat through a gateway's tunnel
     }
@@ -228,7 +228,7 @@ class ClusterSpec extends AnyWordSpec with Eventually:
       awaitReporting(results, 3000, within = 60) // the re-homed block's last devices back from their backoff
       // No MAC from two devices at once: the woken node's devices did not call beside their copies
       // (the controller logs the first duplicates it sees, MAC and uptimes, in the run's output).
-      val afterWake = controllerCounts(controllerUrl).duplicates
+      val afterWake = Admin(controllerUrl).counts().duplicates
       assert(afterWake == 0, s"after the wake; the woken node's output:\n${frozen.output}\nthe run's output ended:\n${run.output.takeRight(4000)}")
       // Then a node stopped as a service manager stops it: its blocks move to the last node before it goes.
       nodes(1).process.destroy() // SIGTERM
@@ -269,13 +269,6 @@ class ClusterSpec extends AnyWordSpec with Eventually:
     val summary = Summary.read(file)
     assert(summary.run.stopReason == "interrupted", run.output)
     summary
-
-  /** What the reference controller at `url` has counted so far. */
-  private def controllerCounts(url: String): fleetsim.metrics.ControllerCounts =
-    val counts = java.net.http.HttpClient.newHttpClient().send(
-      java.net.http.HttpRequest.newBuilder(java.net.URI.create(s"$url/admin/counts")).build(), java.net.http.HttpResponse.BodyHandlers.ofByteArray()).body
-    import fleetsim.controller.ControllerRoutes.given
-    com.github.plokhotnyuk.jsoniter_scala.core.readFromArray[fleetsim.metrics.ControllerCounts](counts)
 
   /** The run's latest sample, from its time-series file. */
   private def latest(results: Path): Option[fleetsim.metrics.Sample] =

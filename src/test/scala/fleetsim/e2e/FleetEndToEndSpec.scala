@@ -186,3 +186,5 @@ final class Admin(base: String):
     response.body
 
   def devices(): List[DeviceView] = readFromString[List[DeviceView]](send("GET", "/admin/devices?limit=100000"))
+
+  def counts(): fleetsim.metrics.ControllerCounts = readFromString[fleetsim.metrics.ControllerCounts](send("GET", "/admin/counts"))
