@@ -89,15 +89,63 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       wheel.close()
       io.shutdown()
     }
+
+    "set one timer for a tick, however many of its wake-ups ask for their next from inside it" in {
+      val io = OneThread()
+      val wheel = TimingWheel(tick = 10.millis, on = Some(io))
+      val probe = createTestProbe[Int]()
+      val quiet: TimingWheel.Target = _ => ()
+      // Fifty devices woken in one tick, each asking for its next sooner than the one before asked:
+      // each the earliest yet, which used to set a timer and cancel the last (queued until its time,
+      // up to a heartbeat later).
+      val device: TimingWheel.Target = message =>
+        val i = message.asInstanceOf[Int]
+        wheel.wake(10.seconds - (i * 10).millis, quiet, i)
+        probe.ref ! i
+      (1 to 50).foreach(i => wheel.wake(100.millis, device, i))
+      probe.receiveMessages(50, 5.seconds)
+      // The first look's (a second on, the wheel empty), the tick's, and after it one a second on;
+      // and one more should the first look come after the wake-ups were handed over.
+      assert(io.timersSet.get <= 4, s"${io.timersSet.get} timers set for one tick of 50 wake-ups")
+      wheel.close()
+      io.shutdown()
+    }
+
+    "still wake a tick's other targets, and tick on, when one throws" in {
+      val io = OneThread()
+      val wheel = TimingWheel(tick = 10.millis, on = Some(io))
+      val probe = createTestProbe[Int]()
+      val told = TimingWheel.told(probe.ref.toClassic)
+      val failing: TimingWheel.Target = _ => throw IllegalStateException("a target's bug")
+      wheel.wake(50.millis, told, 1)
+      wheel.wake(50.millis, failing, 0)
+      wheel.wake(50.millis, told, 2)
+      probe.expectMessage(5.seconds, 1)
+      probe.expectMessage(5.seconds, 2)
+      wheel.wake(50.millis, told, 3) // a later tick: the ring is armed again
+      probe.expectMessage(5.seconds, 3)
+      assert(io.uncaught.get == 1, "the failure reported as the thread reports an uncaught one")
+      wheel.close()
+      io.shutdown()
+    }
   }
 
-  /** One I/O thread that counts the times it was woken for a timed task. */
+  /** One I/O thread that counts the timers set on it, the times it was woken for one, and the
+    * failures reported to it.
+    */
   private final class OneThread extends IoThreads:
-    private val executor = Executors.newSingleThreadScheduledExecutor(r => Thread(r, "io-0"))
+    val uncaught = AtomicInteger()
+    private val executor = Executors.newSingleThreadScheduledExecutor { r =>
+      val thread = Thread(r, "io-0")
+      thread.setUncaughtExceptionHandler((_, _) => uncaught.incrementAndGet())
+      thread
+    }
     val wokenFor = AtomicInteger()
+    val timersSet = AtomicInteger()
     def size: Int = 1
     def current: Int = if Thread.currentThread.getName == "io-0" then 0 else -1
     def execute(thread: Int, task: Runnable): Unit = executor.execute(task)
     def after(thread: Int, delay: FiniteDuration)(task: () => Unit): java.util.concurrent.Future[?] =
+      timersSet.incrementAndGet()
       executor.schedule((() => { wokenFor.incrementAndGet(); task() }): Runnable, delay.toNanos, TimeUnit.NANOSECONDS)
     def shutdown(): Unit = executor.shutdown()
