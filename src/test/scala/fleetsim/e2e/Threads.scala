@@ -15,16 +15,20 @@ import scala.jdk.CollectionConverters.*
 final class Threads(system: ActorSystem[?]):
   private val config = system.settings.config
   private val names: Seq[String] = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName)
-  /** The system's fork-join dispatchers with a thread now: their threads and ceiling. */
-  private val pools: Map[String, (Int, Int)] =
-    names.flatMap(dispatcher).groupBy(identity).flatMap((id, threads) => ceiling(id).map(c => id -> (threads.size, c)))
+  /** The system's fork-join dispatchers with a thread now: their threads' names and ceiling. */
+  private val pools: Map[String, (Seq[String], Int)] =
+    names.flatMap(n => dispatcher(n).map(_ -> n)).groupMap(_._1)(_._2).flatMap((id, threads) => ceiling(id).map(c => id -> (threads.sorted, c)))
   private val unpooled = names.filterNot(n => dispatcher(n).exists(pools.contains))
 
   /** Threads outside Pekko's fork-join dispatchers. */
   val others: Int = unpooled.size
 
-  /** Fork-join dispatchers with more threads than their parallelism, with their count and ceiling. */
-  val overCeilings: Map[String, (Int, Int)] = pools.filter((_, n) => n._1 > n._2)
+  /** Fork-join dispatchers with more threads than their parallelism: the threads, by name (a gap in
+    * their numbers is a thread that ended and was replaced), and the ceiling.
+    */
+  val overCeilings: Map[String, String] = pools.collect {
+    case (id, (threads, ceiling)) if threads.size > ceiling => id -> s"${threads.size} threads over a parallelism of $ceiling: ${threads.mkString(", ")}"
+  }
 
   /** The others by name, digits as `#`, to say what grew. */
   def othersByName: Map[String, Int] = unpooled.groupMapReduce(_.replaceAll("[0-9]+", "#"))(_ => 1)(_ + _)
