@@ -2,47 +2,41 @@ package fleetsim.e2e
 
 import org.apache.pekko.actor.typed.ActorSystem
 
+import java.util.concurrent.{ForkJoinPool, ForkJoinWorkerThread}
 import scala.jdk.CollectionConverters.*
 
 /** The JVM's threads now, for tests that a fleet's threads do not grow with its devices.
   *
   * Pekko's fork-join dispatchers start a thread only when work finds none idle, up to their
   * parallelism: a small fleet may leave one a few threads short of it, which would read as growth
-  * at a larger one. So the threads of `system`'s fork-join dispatchers are held against that
-  * ceiling instead (past it a pool grows only to stand in for a blocked thread), and only the
-  * others, other systems' of the test JVM among them, are compared between fleets.
+  * at a larger one. So the threads of `system`'s fork-join pools are held against each pool's own
+  * parallelism instead (past it a pool grows only to stand in for blocked threads), and only the
+  * others, other systems' of the test JVM among them, are compared between fleets. Pools are told
+  * apart by the pool, not by the threads' names: an earlier system of the same name may leave a pool
+  * whose idle threads live on for a minute.
   */
 final class Threads(system: ActorSystem[?]):
-  private val config = system.settings.config
-  private val names: Seq[String] = Thread.getAllStackTraces.keySet.asScala.toSeq.map(_.getName)
-  /** The system's fork-join dispatchers with a thread now: their threads' names and ceiling. */
-  private val pools: Map[String, (Seq[String], Int)] =
-    names.flatMap(n => dispatcher(n).map(_ -> n)).groupMap(_._1)(_._2).flatMap((id, threads) => ceiling(id).map(c => id -> (threads.sorted, c)))
-  private val unpooled = names.filterNot(n => dispatcher(n).exists(pools.contains))
+  private val stacks: Map[Thread, Array[StackTraceElement]] = Thread.getAllStackTraces.asScala.toMap
+  /** The fork-join pools of systems named as `system` is, with their threads now. */
+  private val pools: Map[ForkJoinPool, Seq[ForkJoinWorkerThread]] = stacks.keys.toSeq.collect {
+    case t: ForkJoinWorkerThread if t.getName.startsWith(s"${system.name}-") => t
+  }.groupBy(_.getPool)
+  private val unpooled = stacks.keys.filter(t => !t.isInstanceOf[ForkJoinWorkerThread] || !pools.contains(t.asInstanceOf[ForkJoinWorkerThread].getPool))
+    .map(_.getName).toSeq
 
-  /** Threads outside Pekko's fork-join dispatchers. */
+  /** Threads outside those fork-join pools. */
   val others: Int = unpooled.size
 
-  /** Fork-join dispatchers with more threads than their parallelism: the threads, by name (a gap in
-    * their numbers is a thread that ended and was replaced), and the ceiling.
+  /** Pools with more threads than their parallelism, by dispatcher: the pool's state, and each of
+    * its threads with the top of its stack (a thread blocked in `ForkJoinPool.managedBlock` names
+    * the call that blocked it).
     */
   val overCeilings: Map[String, String] = pools.collect {
-    case (id, (threads, ceiling)) if threads.size > ceiling => id -> s"${threads.size} threads over a parallelism of $ceiling: ${threads.mkString(", ")}"
+    case (pool, threads) if threads.size > pool.getParallelism =>
+      val name = threads.head.getName.stripPrefix(s"${system.name}-").replaceFirst("-[0-9]+$", "")
+      name -> (s"${threads.size} threads over a parallelism of ${pool.getParallelism}, $pool:" +
+        threads.map(t => s"\n  ${t.getName} ${t.getState}" + stacks(t).take(12).map(f => s"\n    at $f").mkString).mkString)
   }
 
   /** The others by name, digits as `#`, to say what grew. */
   def othersByName: Map[String, Int] = unpooled.groupMapReduce(_.replaceAll("[0-9]+", "#"))(_ => 1)(_ + _)
-
-  /** `e2e-pekko.actor.default-dispatcher-7` → `pekko.actor.default-dispatcher`, for a system named e2e. */
-  private def dispatcher(thread: String): Option[String] =
-    Option.when(thread.startsWith(s"${system.name}-"))(thread.stripPrefix(s"${system.name}-").replaceFirst("-[0-9]+$", ""))
-
-  /** Pekko's own sizing of a fork-join pool: cores × factor, within min and max. */
-  private def ceiling(id: String): Option[Int] =
-    val fj = s"$id.fork-join-executor"
-    val forkJoin = scala.util.Try(config.hasPath(fj) && config.getString(s"$id.executor") != "thread-pool-executor").getOrElse(false) // not every name is a path
-    Option.when(forkJoin) {
-      val cores = Runtime.getRuntime.availableProcessors
-      math.min(math.max(math.ceil(cores * config.getDouble(s"$fj.parallelism-factor")).toInt, config.getInt(s"$fj.parallelism-min")),
-        config.getInt(s"$fj.parallelism-max"))
-    }
