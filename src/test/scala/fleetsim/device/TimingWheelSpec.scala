@@ -75,9 +75,7 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       wheel.close()
     }
 
-    "wake an I/O thread only for the ticks that have wake-ups, whoever asks" in {
-      val io = OneThread()
-      val wheel = TimingWheel(tick = 10.millis, on = Some(io)) // the real clock: the thread sleeps on it
+    "wake an I/O thread only for the ticks that have wake-ups, whoever asks" in onOneThread { (io, wheel) =>
       val probe = createTestProbe[String]()
       val asked = System.nanoTime()
       // From a thread that is not the I/O thread: the wake-up is handed to it.
@@ -86,13 +84,9 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       assert(System.nanoTime() - asked >= 300.millis.toNanos, "woken early")
       // Ticking every 10 ms would have woken the thread 30 times by now.
       assert(io.wokenFor.get <= 3, s"${io.wokenFor.get} wake-ups of the I/O thread for one wake-up")
-      wheel.close()
-      io.shutdown()
     }
 
-    "set one timer for a tick, however many of its wake-ups ask for their next from inside it" in {
-      val io = OneThread()
-      val wheel = TimingWheel(tick = 10.millis, on = Some(io))
+    "set one timer for a tick, however many of its wake-ups ask for their next from inside it" in onOneThread { (io, wheel) =>
       val probe = createTestProbe[Int]()
       val quiet: TimingWheel.Target = _ => ()
       // Fifty devices woken in one tick, each asking for its next sooner than the one before asked:
@@ -107,13 +101,9 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       // The first look's (a second on, the wheel empty), the tick's, and after it one a second on;
       // and one more should the first look come after the wake-ups were handed over.
       assert(io.timersSet.get <= 4, s"${io.timersSet.get} timers set for one tick of 50 wake-ups")
-      wheel.close()
-      io.shutdown()
     }
 
-    "still wake a tick's other targets, and tick on, when one throws" in {
-      val io = OneThread()
-      val wheel = TimingWheel(tick = 10.millis, on = Some(io))
+    "still wake a tick's other targets, and tick on, when one throws" in onOneThread { (io, wheel) =>
       val probe = createTestProbe[Int]()
       val told = TimingWheel.told(probe.ref.toClassic)
       val failing: TimingWheel.Target = _ => throw IllegalStateException("a target's bug")
@@ -125,10 +115,17 @@ class TimingWheelSpec extends ScalaTestWithActorTestKit with AnyWordSpecLike:
       wheel.wake(50.millis, told, 3) // a later tick: the ring is armed again
       probe.expectMessage(5.seconds, 3)
       assert(io.uncaught.get == 1, "the failure reported as the thread reports an uncaught one")
-      wheel.close()
-      io.shutdown()
     }
   }
+
+  /** A wheel on one I/O thread, on the real clock (the thread sleeps on it), closed after `test`. */
+  private def onOneThread(test: (OneThread, TimingWheel) => Unit): Unit =
+    val io = OneThread()
+    val wheel = TimingWheel(tick = 10.millis, on = Some(io))
+    try test(io, wheel)
+    finally
+      wheel.close()
+      io.shutdown()
 
   /** One I/O thread that counts the timers set on it, the times it was woken for one, and the
     * failures reported to it.

@@ -16,13 +16,15 @@ import scala.jdk.CollectionConverters.*
   * whose idle threads live on for a minute.
   */
 final class Threads(system: ActorSystem[?]):
+  private val prefix = s"${system.name}-" // Pekko names a system's threads `<system>-<dispatcher>-<n>`
   private val stacks: Map[Thread, Array[StackTraceElement]] = Thread.getAllStackTraces.asScala.toMap
   /** The fork-join pools of systems named as `system` is, with their threads now. */
   private val pools: Map[ForkJoinPool, Seq[ForkJoinWorkerThread]] = stacks.keys.toSeq.collect {
-    case t: ForkJoinWorkerThread if t.getName.startsWith(s"${system.name}-") => t
+    case t: ForkJoinWorkerThread if t.getName.startsWith(prefix) => t
   }.groupBy(_.getPool)
-  private val unpooled = stacks.keys.filter(t => !t.isInstanceOf[ForkJoinWorkerThread] || !pools.contains(t.asInstanceOf[ForkJoinWorkerThread].getPool))
-    .map(_.getName).toSeq
+  private val unpooled: Seq[String] =
+    val pooled = pools.values.flatten.toSet[Thread]
+    stacks.keys.filterNot(pooled).map(_.getName).toSeq
 
   /** Threads outside those fork-join pools. */
   val others: Int = unpooled.size
@@ -33,7 +35,7 @@ final class Threads(system: ActorSystem[?]):
     */
   val overCeilings: Map[String, String] = pools.collect {
     case (pool, threads) if threads.size > pool.getParallelism =>
-      val name = threads.head.getName.stripPrefix(s"${system.name}-").replaceFirst("-[0-9]+$", "")
+      val name = threads.head.getName.stripPrefix(prefix).replaceFirst("-[0-9]+$", "")
       name -> (s"${threads.size} threads over a parallelism of ${pool.getParallelism}, $pool:" +
         threads.map(t => s"\n  ${t.getName} ${t.getState}" + stacks(t).take(12).map(f => s"\n    at $f").mkString).mkString)
   }
