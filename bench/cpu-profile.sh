@@ -29,11 +29,9 @@ trap cleanup EXIT
 for _ in $(seq 150); do grep -q "listening on" "$out/controller.log" && break; sleep 0.2; done
 url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out/controller.log" | head -1)
 
-heap_mb=$(( 256 + n * 1000 * 2 / 1048576 )) # as the launcher (./fleetsim) sizes it
-# shellcheck disable=SC2086 # FLEET_JAVA_OPTS is options, split on purpose
-java -Xmx${heap_mb}m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 ${FLEET_JAVA_OPTS:-} \
-  "-XX:StartFlightRecording=delay=${ramp}s,duration=${window}s,settings=profile,filename=$out/fleet.jfr" \
-  -jar "$jar" run --controller "$url" --devices "$n" --ramp-rate 5000 --dashboard off \
+# Through the launcher, with the heap and collector it gives (it execs java: $! is the JVM).
+FLEETSIM_JAR="$jar" JAVA_OPTS="${FLEET_JAVA_OPTS:-} -XX:StartFlightRecording=delay=${ramp}s,duration=${window}s,settings=profile,filename=$out/fleet.jfr" \
+  "$here/fleetsim" run --controller "$url" --devices "$n" --ramp-rate 5000 --dashboard off \
   --duration "$(( ramp + window + 15 ))s" --results "$out/run" "$@" > "$out/fleet.log" 2>&1 &
 fleet=$!
 # Each thread's name and CPU ticks (user + system), to say which threads the window's CPU went to.

@@ -12,9 +12,10 @@
 #   bench/peers.sh [DEVICES]
 # Settings: DURATIONS ("180 360"), RAMP (20, seconds), TOOLS ("fleetsim gatling"), GATLING_HEAP
 # (4g), GATLING_CONNECTIONS (the most its shared pool opens; unset: no limit, Gatling's default),
-# JAR (a fleetsim.jar instead of this tree's build). nginx keeps connections for a million requests
-# and 300 s, so the tools' own costs are measured, not reconnects. Gatling's users share
-# connections: 100,000 of their own would not fit this machine's 20,000 open files.
+# JAR (a fleetsim.jar instead of this tree's build), JAVA_OPTS (the fleet's, as `./fleetsim` takes
+# them). nginx keeps connections for a million requests and 300 s, so the tools' own costs are
+# measured, not reconnects. Gatling's users share connections: 100,000 of their own would not fit
+# this machine's 20,000 open files.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 devices="${1:-100000}" durations="${DURATIONS:-180 360}" ramp="${RAMP:-20}" tools="${TOOLS:-fleetsim gatling}"
@@ -72,8 +73,8 @@ run() { # tool seconds
   serve "$home"
   local before; before=$(nginx_ticks)
   if [ "$tool" = fleetsim ]; then
-    local heap_mb=$(( 256 + devices * 1000 * 2 / 1048576 )) # as the launcher (./fleetsim) sizes it
-    /usr/bin/time -f "%U %S %M" -o "$home/time.txt" java -Xmx${heap_mb}m -XX:+UseG1GC -XX:MaxGCPauseMillis=50 -jar "$JAR" run \
+    # Through the launcher, with the heap and collector it gives (it execs java: time sees the JVM).
+    FLEETSIM_JAR="$JAR" /usr/bin/time -f "%U %S %M" -o "$home/time.txt" "$here/fleetsim" run \
       --controller "$url" --device-profile "$here/bench/profiles/peer-device.conf" --devices "$devices" \
       --ramp-rate $(( (devices + ramp - 1) / ramp )) --duration "${seconds}s" --dashboard off --results "$home/run" > "$home/tool.log" 2>&1
   else
