@@ -28,9 +28,10 @@ class LauncherSpec extends AnyWordSpec:
     out.linesIterator.toSeq
 
   "./fleetsim run" should {
-    "size the heap for the fleet and collect it with G1 at 50 ms pauses" in {
+    "size the heap for the fleet and collect it with G1 at 50 ms pauses, marking from a fixed 60% of it" in {
       val args = javaArguments("", "run", "--devices", "100000")
       assert(args.contains("-Xmx446m") && args.contains("-XX:+UseG1GC") && args.contains("-XX:MaxGCPauseMillis=50"), args)
+      assert(args.containsSlice(fixedMarkingStart), args)
       assert(args.takeRight(5) == Seq("-jar", args(args.size - 4), "run", "--devices", "100000"), args)
     }
 
@@ -38,11 +39,15 @@ class LauncherSpec extends AnyWordSpec:
       val args = javaArguments("-XX:+UseParallelGC", "run", "--devices", "100000")
       assert(args.contains("-XX:+UseParallelGC") && args.contains("-Xmx446m"), args)
       assert(!args.exists(_.startsWith("-XX:+UseG1GC")) && !args.exists(_.startsWith("-XX:MaxGCPauseMillis")), args)
+      assert(!args.exists(fixedMarkingStart.contains), args)
     }
 
     "leave the heap to JAVA_OPTS when it sets -Xmx, and still collect with G1" in {
       val args = javaArguments("-Xmx3g -XX:+UseCompressedOops -XX:+PrintGC", "run", "--devices", "100000")
       assert(args.contains("-Xmx3g") && !args.exists(a => a.startsWith("-Xmx") && a != "-Xmx3g"), args)
       assert(args.contains("-XX:+UseG1GC") && args.contains("-XX:MaxGCPauseMillis=50"), args)
+      assert(!args.exists(fixedMarkingStart.contains), args) // a heap it did not size: G1's adaptive start
     }
   }
+
+  private val fixedMarkingStart = Seq("-XX:-G1UseAdaptiveIHOP", "-XX:InitiatingHeapOccupancyPercent=60")
