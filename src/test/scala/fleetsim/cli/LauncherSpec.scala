@@ -5,6 +5,7 @@ import org.scalatest.wordspec.AnyWordSpec
 import java.nio.file.attribute.PosixFilePermissions
 import java.nio.file.{Files, Path}
 import java.util.concurrent.TimeUnit
+import java.util.jar.{Attributes, JarOutputStream, Manifest}
 import scala.jdk.CollectionConverters.*
 
 /** The launcher (`./fleetsim`) as a shell script: the JVM options it hands `java`, read from a stand-in
@@ -12,20 +13,38 @@ import scala.jdk.CollectionConverters.*
   */
 class LauncherSpec extends AnyWordSpec:
 
-  /** The arguments `./fleetsim args` gives `java`, with JAVA_OPTS set to `javaOpts`. */
-  private def javaArguments(javaOpts: String, args: String*): Seq[String] =
-    val bin = Files.createTempDirectory("fleetsim-launcher")
+  /** The arguments `./fleetsim args` gives `java`, with JAVA_OPTS set to `javaOpts`, from a JDK whose
+    * release file says `jdkVersion`.
+    */
+  private def javaArguments(javaOpts: String, args: String*): Seq[String] = javaArgumentsOf("17.0.15", javaOpts, args*)
+
+  private def javaArgumentsOf(jdkVersion: String, javaOpts: String, args: String*): Seq[String] =
+    val jdk = Files.createTempDirectory("fleetsim-launcher")
+    Files.writeString(jdk.resolve("release"), s"JAVA_VERSION=\"$jdkVersion\"\nJAVA_VERSION_DATE=\"2025-04-15\"\n")
+    val bin = Files.createDirectory(jdk.resolve("bin"))
     val java = bin.resolve("java")
     Files.writeString(java, "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done\n")
     Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwxr-xr-x"))
+    val (status, out) = launch(s"$bin:${System.getenv("PATH")}", javaOpts, args*)
+    assert(status == 0, out)
+    out.linesIterator.toSeq
+
+  /** `./fleetsim args` with the PATH and JAVA_OPTS given and a given build (so no mvn): an empty jar,
+    * enough for `java -version -jar` to start the JVM: its exit status and output.
+    */
+  private def launch(path: String, javaOpts: String, args: String*): (Int, String) =
+    val jar = Files.createTempDirectory("fleetsim-jar").resolve("fleetsim.jar")
+    val manifest = Manifest()
+    manifest.getMainAttributes.put(Attributes.Name.MANIFEST_VERSION, "1.0")
+    JarOutputStream(Files.newOutputStream(jar), manifest).close()
     val builder = ProcessBuilder((Seq("bash", "fleetsim") ++ args).asJava).redirectErrorStream(true)
-    builder.environment.put("PATH", s"$bin:${System.getenv("PATH")}")
-    builder.environment.put("FLEETSIM_JAR", bin.resolve("fleetsim.jar").toString) // a given build: no mvn
+    builder.environment.put("PATH", path)
+    builder.environment.put("FLEETSIM_JAR", jar.toString)
     builder.environment.put("JAVA_OPTS", javaOpts)
     val p = builder.start()
     val out = String(p.getInputStream.readAllBytes())
-    assert(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue == 0, out)
-    out.linesIterator.toSeq
+    assert(p.waitFor(30, TimeUnit.SECONDS), out)
+    (p.exitValue, out)
 
   "./fleetsim run" should {
     "size the heap for the fleet and collect it with G1 at 50 ms pauses, marking from a fixed 60% of it" in {
@@ -35,11 +54,26 @@ class LauncherSpec extends AnyWordSpec:
       assert(args.takeRight(5) == Seq("-jar", args(args.size - 4), "run", "--devices", "100000"), args)
     }
 
+    "have G1 scan the cards a fleet dirties at its collections instead of refining them as they come, in any heap" in {
+      assert(javaArguments("", "run", "--devices", "100000").containsSlice(deferredRefinement))
+      assert(javaArguments("-Xmx3g", "run", "--devices", "100000").containsSlice(deferredRefinement))
+    }
+
+    "not give a JDK from 20 on the refinement options it no longer has (JDK 23 refuses to start with them)" in {
+      val args = javaArgumentsOf("21.0.5", "", "run", "--devices", "100000")
+      assert(args.contains("-XX:+UseG1GC") && !args.exists(deferredRefinement.contains), args)
+    }
+
+    "give options that this machine's JVM takes: it starts with every one of them" in {
+      val (status, out) = launch(System.getenv("PATH"), "-version", "run", "--devices", "100000")
+      assert(status == 0 && out.contains("version") && !out.contains("Unrecognized"), out)
+    }
+
     "use the collector JAVA_OPTS names instead of G1, which the JVM would refuse beside it" in {
       val args = javaArguments("-XX:+UseParallelGC", "run", "--devices", "100000")
       assert(args.contains("-XX:+UseParallelGC") && args.contains("-Xmx446m"), args)
       assert(!args.exists(_.startsWith("-XX:+UseG1GC")) && !args.exists(_.startsWith("-XX:MaxGCPauseMillis")), args)
-      assert(!args.exists(fixedMarkingStart.contains), args)
+      assert(!args.exists(fixedMarkingStart.contains) && !args.exists(deferredRefinement.contains), args)
     }
 
     "leave the heap to JAVA_OPTS when it sets -Xmx, and still collect with G1" in {
@@ -51,3 +85,5 @@ class LauncherSpec extends AnyWordSpec:
   }
 
   private val fixedMarkingStart = Seq("-XX:-G1UseAdaptiveIHOP", "-XX:InitiatingHeapOccupancyPercent=60")
+  private val deferredRefinement = Seq("-XX:-G1UseAdaptiveConcRefinement", "-XX:G1ConcRefinementGreenZone=8192",
+    "-XX:G1ConcRefinementYellowZone=12288", "-XX:G1ConcRefinementRedZone=16384")
