@@ -103,8 +103,10 @@ run() { # tool seconds
   local timed=$!
   sample "$timed" "$home/samples.tsv" &
   local sampler=$!
-  wait "$timed"
+  local failed=0
+  wait "$timed" || failed=$?
   kill "$sampler" 2> /dev/null || true
+  [ "$failed" = 0 ] || { echo "bench: $tool, ${seconds} s: exited with $failed: $(tail -n 2 "$home/tool.log")" >&2; exit 1; }
   local after; after=$(nginx_ticks)
   kill "$nginx_pid"; wait "$nginx_pid" 2> /dev/null || true; nginx_pid=""
   local calls; calls=$(wc -l < "$home/access.log")
