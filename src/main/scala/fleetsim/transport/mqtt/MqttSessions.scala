@@ -15,6 +15,7 @@ import com.hivemq.client.mqtt.{MqttClient, MqttClientExecutorConfig, MqttClientS
 import fleetsim.transport.*
 import io.netty.channel.EventLoop
 import io.netty.channel.nio.NioEventLoopGroup
+import io.netty.util.ResourceLeakDetector
 import io.netty.util.concurrent.{GenericFutureListener, Future as NettyFuture}
 import io.reactivex.schedulers.Schedulers
 import org.apache.pekko.Done
@@ -44,6 +45,10 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
     sources: Option[SourceAddresses], connectTimeout: FiniteDuration, requestTimeout: FiniteDuration, devices: Int)(using ExecutionContext)
     extends Sessions:
   import MqttSessions.*
+
+  // Netty records a stack trace for one buffer in 128 to find leaks, 1.5% of an MQTT fleet's event
+  // loop (bench/history/2026-12-06-mqtt-publish-profile.md): a debugging aid, off unless asked for.
+  if System.getProperty("io.netty.leakDetection.level") == null then ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED)
 
   /** Event loops of one thread each, so that device i's client is on loop `io.of(i)` ([[IoThreads]]). */
   private val loops =
