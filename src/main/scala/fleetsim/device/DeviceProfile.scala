@@ -28,6 +28,11 @@ trait DeviceProfile:
   def startDelay(random: RandomGenerator): Long
   /** The messages sent on schedules while Reporting. */
   def messages: IndexedSeq[Periodic]
+  /** Calls a second a device makes while Reporting, from its messages' intervals; None when an
+    * interval is not known before the device joins (a reply gives it).
+    */
+  final def callsPerSecond: Option[Double] =
+    messages.foldLeft(Option(0.0))((sum, m) => sum.zip(m.every).map((s, every) => s + m.calls.size * 1e9 / every))
   /** Calls run when a value read from a reply says the device is out of date (new configuration). */
   def triggers: IndexedSeq[Trigger]
   /** Numbers kept per device, counting the device's own two per message ([[Registers]]). */
@@ -105,13 +110,14 @@ object Spread:
 
 /** A message sent on a schedule: a round of one or more calls every interval.
   *
+  * @param every the interval in nanoseconds when the profile gives it, None when a reply does
   * @param jitter each send moves by up to this fraction of the interval, either way; None = the device setting
   * @param maxFailures failed rounds in a row that send the device to Backoff; 0 = never, None = the
   *                    device's max-lost-heartbeats
   * @param first when the first round is sent once the session starts
   */
 final case class Periodic(kind: MessageKind, calls: IndexedSeq[Call], interval: DeviceScope => Long, jitter: Option[Double],
-    maxFailures: Option[Int], first: First = First.RandomPhase)
+    maxFailures: Option[Int], first: First = First.RandomPhase, every: Option[Long] = None)
 
 /** When a message's first round is sent once a session starts. */
 enum First:

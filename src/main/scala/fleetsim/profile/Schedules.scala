@@ -40,16 +40,16 @@ private[profile] final class Schedules(root: Config, outline: Outline, calls: Ca
       calls.call(block, _ => k, s"messages.$name", atJoin = false, message = i, Set.empty)
     }
     if !c.hasPath("interval") then fail(m, s"messages.$name has no interval: like interval = 30s, or the name of a number kept at join (seconds)")
-    val interval: DeviceScope => Long =
-      try
-        val nanos = c.getDuration("interval").toNanos
-        if nanos <= 0 then failAt(c, "interval", s"messages.$name.interval must be positive")
-        _ => nanos
-      catch
-        case _: ConfigException.BadValue =>
-          val slot = kept.resolved(kept.slotNamed(c, "interval", s"messages.$name.interval"))
-          if !slot.number then failAt(c, "interval", s"messages.$name.interval: '${slot.name}' is text, not a number of seconds")
-          d => slot.number(d) * 1_000_000_000L
+    val every =
+      try Some(c.getDuration("interval").toNanos)
+      catch case _: ConfigException.BadValue => None
+    every.foreach(nanos => if nanos <= 0 then failAt(c, "interval", s"messages.$name.interval must be positive"))
+    val interval: DeviceScope => Long = every match
+      case Some(nanos) => _ => nanos
+      case None =>
+        val slot = kept.resolved(kept.slotNamed(c, "interval", s"messages.$name.interval"))
+        if !slot.number then failAt(c, "interval", s"messages.$name.interval: '${slot.name}' is text, not a number of seconds")
+        d => slot.number(d) * 1_000_000_000L
     val jitter = Option.when(c.hasPath("jitter"))(c.getDouble("jitter"))
     jitter.foreach(j => if j < 0 || j >= 1 then failAt(c, "jitter", s"messages.$name.jitter must be at least 0 and below 1"))
     if c.hasPath("max-failures") && c.hasPath("liveness") then
@@ -65,7 +65,7 @@ private[profile] final class Schedules(root: Config, outline: Outline, calls: Ca
         First.After(spread(ConfigFactory.empty.withValue("first", ConfigValueFactory.fromAnyRef(range).withOrigin(c.getValue("first").origin)), "first",
           s"messages.$name.first after"))
       case other => failAt(c, "first", s"messages.$name.first must be at-join, random-phase or \"after 5s..10s\" (got '$other')")
-    Periodic(k, round.toIndexedSeq, interval, jitter, maxFailures, first)
+    Periodic(k, round.toIndexedSeq, interval, jitter, maxFailures, first, every)
   }.toIndexedSeq
 
   /** The triggers, each the calls that bring a device up to date when its `when` says it is behind. */

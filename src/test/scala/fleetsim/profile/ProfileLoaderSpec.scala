@@ -74,6 +74,21 @@ class ProfileLoaderSpec extends AnyWordSpec:
     }
   }
 
+  "A profile's schedule" should {
+    "give the calls a second a device makes when the profile sets its intervals, which size the fleet's I/O threads, and none when a reply sets one" in {
+      val config = com.typesafe.config.ConfigFactory.load()
+      def rate(text: String): Option[Double] =
+        ProfileLoader.load(write(s"rate-${text.hashCode.abs}.conf", text).toString, FleetContext(_root_.fleetsim.fleet.FleetSettings(config), None, config))
+          .callsPerSecond
+      assert(rate(good) == Some(0.1))
+      // A second message, whose every round is two calls.
+      val twoMessages = good.replace("triggers {",
+        "messages {\n  stats {\n    interval = 500ms\n    requests = [{ path = \"/a\" }, { path = \"/b\" }]\n  }\n}\ntriggers {")
+      assert(rate(twoMessages).exists(r => math.abs(r - 4.1) < 1e-9), rate(twoMessages))
+      assert(rate(good.replace("interval = 10s", "interval = version")) == None, "the interval is kept from a reply")
+    }
+  }
+
   "profile check" should {
     "pass every built-in profile, and print what devices 0 and 1 send" in {
       Files.writeString(Path.of("devices.csv"), "token\nT0\nT1\n") // iot-telemetry reads it from the current folder
