@@ -3,7 +3,7 @@ package fleetsim.run
 import fleetsim.device.{Device, DeviceDispatcher, Draws, TimingWheel}
 import fleetsim.metrics.{FleetMetrics, MeteredSessions, MeteredTransport}
 import fleetsim.tls.{CertificateAuthority, FleetTls}
-import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, NetworkFaults, Sessions, Transport, UrlTransport}
+import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, IoThreads, NetworkFaults, Sessions, Transport, UrlTransport}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
@@ -39,6 +39,8 @@ object FleetParts:
       metrics: FleetMetrics, holding: Option[() => Boolean], faults: NetworkFaults)(using val system: ActorSystem[?]):
     given ExecutionContext = system.executionContext
     val host: String = url.authority.host.address
+    /** The I/O threads the devices run on, as many as their calls need (up to one a core). */
+    val ioLoops: Int = IoThreads.loopsFor(devices, settings.profile.callsPerSecond)
 
     /** HTTP(S) to one server: the controller; for MQTT devices, a server a call names by its URL. */
     def httpTo(scheme: String, host: String, port: Int, clientCa: Option[CertificateAuthority]): HttpTransport =
@@ -46,7 +48,7 @@ object FleetParts:
         FleetTls(host, port, FleetTls.trust(settings.tls, embeddedCa.map(_.certificate)), FleetTls.certificates(settings.tls, clientCa),
           settings.profile.identityName, settings.tls.protocols)
       }
-      HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, devices)
+      HttpTransport(host, port, Dialer(host, port, settings.http, tls, settings.sourceIps), settings.connection, settings.http, devices, ioLoops)
 
     /** HTTP(S) to the server `url` names: the controller. */
     def controller: HttpTransport =

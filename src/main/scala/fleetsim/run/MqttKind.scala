@@ -46,7 +46,7 @@ final class MqttKind(val broker: Option[String], val maxConnects: Int) extends T
       val tls = Option.when(made.url.scheme == "mqtts")(MqttTls(FleetTls.trust(settings.tls, None), FleetTls.certificates(settings.tls, None),
         settings.profile.identityName, settings.tls.protocols))
       MqttSessions(made.host, port, options, tls.map(t => t.forDevice), settings.sourceIps, settings.http.connectTimeout,
-        settings.http.requestTimeout, made.devices)
+        settings.http.requestTimeout, made.ioLoops)
     }
     // Devices run on their connections' event loops (docs/adr/0009).
     TransportKind.Parts(made.byUrl, sessions.map(made.gated(_, maxConnects)), sessions.map(_.io))

@@ -91,10 +91,10 @@ final class Dialer(host: String, port: Int, settings: HttpSettings, val tls: Opt
   /** Devices carry an identity in their connection (an address or a certificate), so none may share one. */
   def identifiesDevices: Boolean = sources.isDefined || tls.exists(_.perDevice)
 
-  /** The loops the devices of a fleet of `devices` may run on: a plain connection's receiver runs on
-    * its loop. None under TLS, whose replies reach their receiver through a stream on the pool.
+  /** The `loops` loops the devices may run on: a plain connection's receiver runs on its loop. None
+    * under TLS, whose replies reach their receiver through a stream on the pool.
     */
-  def io(devices: Int): Option[IoThreads] = Option.when(tls.isEmpty)(sockets.io(devices))
+  def io(loops: Int): Option[IoThreads] = Option.when(tls.isEmpty)(sockets.io(loops))
 
   /** A new connection for `device`, on loop `loop`, read by `receiver`, with up to `depth` calls
     * pipelined on it: plain, a socket that is its own wire, its reads parsed and answered on its

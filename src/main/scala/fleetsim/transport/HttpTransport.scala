@@ -81,7 +81,7 @@ object HttpSettings:
   * on a new connection of its own too: the others may be closing as well (an idle timeout ends
   * them all at once).
   */
-final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: ConnectionMode, settings: HttpSettings, devices: Int)(
+final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: ConnectionMode, settings: HttpSettings, devices: Int, ioLoops: Int)(
     using system: ActorSystem[?])
     extends Transport:
   import PipelinedConnection.Call
@@ -89,7 +89,7 @@ final class HttpTransport(host: String, port: Int, dialer: Dialer, val mode: Con
   /** The loops the devices run on, so that a device's calls are written and read on its own thread:
     * None under TLS, whose devices stay on Pekko's pool.
     */
-  val io: Option[IoThreads] = dialer.io(devices)
+  val io: Option[IoThreads] = dialer.io(ioLoops)
   private val loops = io.fold(1)(_.size)
   /** The loop of device `n`, or of shared slot `n`: as the devices' own ([[IoThreads.of]]). */
   private def loopOf(n: Int): Int = io.fold(0)(_.of(n))

@@ -44,9 +44,9 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
   /** Loop `i`, any number (it wraps). */
   private def loop(i: Int): Loop = loops(i % loops.size)
 
-  /** The first loops, as many as `devices` need ([[IoThreads.loopsFor]]). */
-  def io(devices: Int): IoThreads = new IoThreads:
-    val size: Int = IoThreads.loopsFor(devices, loops.size)
+  /** The first `wanted` loops ([[IoThreads.loopsFor]]), as many as there are at most. */
+  def io(wanted: Int): IoThreads = new IoThreads:
+    val size: Int = wanted.max(1).min(loops.size)
     private val mine = IndexedSeq.tabulate(size)(loop)
     def current: Int =
       val thread = Thread.currentThread

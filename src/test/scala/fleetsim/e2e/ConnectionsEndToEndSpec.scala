@@ -138,7 +138,8 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
           val get = Request(MessageKind("stats", 0, periodic = true), "GET", "/", Array.emptyByteArray, Array.emptyByteArray)
           for mode <- ConnectionMode.values do
             val devices = IoThreads.DevicesPerLoop * 2 // two loops on two cores or more
-            val http = HttpTransport("127.0.0.1", nginx.port, Dialer("127.0.0.1", nginx.port, settings, None, None), mode, settings, devices)
+            val http = HttpTransport("127.0.0.1", nginx.port, Dialer("127.0.0.1", nginx.port, settings, None, None), mode, settings, devices,
+              IoThreads.loopsFor(devices, None))
             val io = http.io.getOrElse(fail("plain connections offer their loops to the devices"))
             // Each call made on its device's loop, as a device there makes it.
             val answered = (0 until 40).map { device =>

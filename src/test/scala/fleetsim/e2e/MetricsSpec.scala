@@ -137,7 +137,7 @@ class MetricsSpec extends AnyWordSpec with Eventually:
         val calm = heartbeatLatenessP99(3)
         // The thread the devices run on (200 plain HTTP devices share one loop: ADR 0016), hogged half a
         // second at a time, let go for 50 ms, and again: their wake-ups come due on time, but wait for the thread.
-        val loop = fleetsim.transport.Sockets(summon[ActorSystem[?]]).io(200)
+        val loop = fleetsim.transport.Sockets(summon[ActorSystem[?]]).io(1)
         @volatile var hogging = true
         def burn(): Unit = if hogging then
           val end = System.nanoTime() + 500_000_000L

@@ -258,7 +258,7 @@ class TlsSpec extends AnyWordSpec:
           val none: DeviceCertificates = (n, _) => Future.failed(TlsFileError(s"device $n has none", None, "missing"))
           val tls = FleetTls("127.0.0.1", 9, Trust.Insecure, Some(none), n => s"device-$n", TlsSettings.versions("any"))
           val settings = HttpSettings(config)
-          val http = HttpTransport("127.0.0.1", 9, Dialer("127.0.0.1", 9, settings, Some(tls), None), ConnectionMode.PerDevice, settings, 200)
+          val http = HttpTransport("127.0.0.1", 9, Dialer("127.0.0.1", 9, settings, Some(tls), None), ConnectionMode.PerDevice, settings, 200, 1)
           val join = Request(MessageKind("join", 0, periodic = false), "POST", "/join", Array.emptyByteArray, Array.emptyByteArray)
           replies = Await.result(Future.sequence((0 until 200).flatMap(d => Seq.fill(3)(http.send(d, join)))), 30.seconds)
           Await.result(http.close(), 10.seconds)

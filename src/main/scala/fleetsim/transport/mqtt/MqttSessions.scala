@@ -39,10 +39,10 @@ import scala.jdk.CollectionConverters.*
   * @param sources per device: the local address it connects from (--source-ips)
   * @param connectTimeout for the TCP (and TLS) connection
   * @param requestTimeout a CONNACK, or a QoS 1 publish's PUBACK, not come within it fails as timed out
-  * @param devices the devices these sessions carry, which size the event loops ([[IoThreads.loopsFor]])
+  * @param loops event loops for these sessions' devices ([[IoThreads.loopsFor]])
   */
 final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Option[Int => Future[MqttClientSslConfig]],
-    sources: Option[SourceAddresses], connectTimeout: FiniteDuration, requestTimeout: FiniteDuration, devices: Int)(using ExecutionContext)
+    sources: Option[SourceAddresses], connectTimeout: FiniteDuration, requestTimeout: FiniteDuration, loops: Int)(using ExecutionContext)
     extends Sessions:
   import MqttSessions.*
 
@@ -51,11 +51,11 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   if System.getProperty("io.netty.leakDetection.level") == null then ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED)
 
   /** Event loops of one thread each, so that device i's client is on loop `io.of(i)` ([[IoThreads]]). */
-  private val loops =
+  private val groups =
     val threads = fleetsim.DaemonThreads("fleetsim-mqtt-io")
-    IndexedSeq.fill(IoThreads.loopsFor(devices, Runtime.getRuntime.availableProcessors))(NioEventLoopGroup(1, threads))
-  private val loop = loops.map(_.next())
-  private val executors = loops.map { group =>
+    IndexedSeq.fill(loops.max(1))(NioEventLoopGroup(1, threads))
+  private val loop = groups.map(_.next())
+  private val executors = groups.map { group =>
     MqttClientExecutorConfig.builder()
       .nettyExecutor(group)
       .nettyThreads(1)
@@ -146,7 +146,7 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
   def close(): Future[Done] =
     val pending = closing.toArray(Array.empty[CompletableFuture[?]])
     CompletableFuture.allOf(pending*).completeOnTimeout(null, 5, TimeUnit.SECONDS).handle((_, _) => Done).asScala.flatMap { _ =>
-      Future.traverse(loops) { group =>
+      Future.traverse(groups) { group =>
         val stopped = Promise[Done]()
         val terminated = group.shutdownGracefully(0, 1, TimeUnit.SECONDS).asInstanceOf[NettyFuture[Any]]
         terminated.addListener(new GenericFutureListener[NettyFuture[Any]]: // typed: a lambda here links to Nothing and fails at run time
