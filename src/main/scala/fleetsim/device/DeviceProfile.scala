@@ -29,10 +29,10 @@ trait DeviceProfile:
   /** The messages sent on schedules while Reporting. */
   def messages: IndexedSeq[Periodic]
   /** Calls a second a device makes while Reporting, from its messages' intervals; None when an
-    * interval is not known before the device joins (a reply gives it).
+    * interval is not known before the device joins (a reply gives it), or it sends nothing on a schedule.
     */
   final def callsPerSecond: Option[Double] =
-    messages.foldLeft(Option(0.0))((sum, m) => sum.zip(m.every).map((s, every) => s + m.calls.size * 1e9 / every))
+    messages.foldLeft(Option.when(messages.nonEmpty)(0.0))((sum, m) => sum.zip(m.every).map((s, every) => s + m.calls.size * 1e9 / every))
   /** Calls run when a value read from a reply says the device is out of date (new configuration). */
   def triggers: IndexedSeq[Trigger]
   /** Numbers kept per device, counting the device's own two per message ([[Registers]]). */

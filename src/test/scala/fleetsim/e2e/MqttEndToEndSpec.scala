@@ -199,7 +199,7 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       assert(many.overCeilings.isEmpty, many.overCeilings)
       val grew = many.othersByName.filter((n, c) => c > few.othersByName.getOrElse(n, 0))
       assert(many.others <= few.others + 4, s"${few.others} threads at 50 devices, ${many.others} at 2,000; more of: $grew")
-      // Up to 5,000 devices, their sessions share one event loop: a second would wake as often for no more work.
+      // Up to 10,000 publishes a second, their sessions share one event loop: a second would wake as often for no more work.
       assert(many.othersByName.get("fleetsim-mqtt-io-#").contains(1), many.othersByName)
     }
 

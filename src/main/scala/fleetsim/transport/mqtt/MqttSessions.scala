@@ -28,8 +28,8 @@ import scala.concurrent.{ExecutionContext, Future, Promise}
 import scala.jdk.FutureConverters.*
 import scala.jdk.CollectionConverters.*
 
-/** MQTT devices' connections: one HiveMQ client per device, all on a Netty event loop a core
-  * whatever the fleet's size. Device i's client is on loop `io.of(i)`, and so are its actor and its
+/** MQTT devices' connections: one HiveMQ client per device, on `loops` Netty event loops
+  * ([[IoThreads.loopsFor]]). Device i's client is on loop `io.of(i)`, and so are its actor and its
   * wake-ups ([[IoThreads]]). A device's connection is its join (CONNECT,
   * CONNACK, SUBSCRIBE to its push topics) and its session: publishes travel through it, and pushes
   * come back on it. The client never reconnects by itself: a lost connection is the device's to
@@ -48,7 +48,9 @@ final class MqttSessions(host: String, port: Int, options: MqttOptions, tls: Opt
 
   // Netty records a stack trace for one buffer in 128 to find leaks, 1.5% of an MQTT fleet's event
   // loop (bench/history/2026-12-06-mqtt-publish-profile.md): a debugging aid, off unless asked for.
-  if System.getProperty("io.netty.leakDetection.level") == null then ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED)
+  // The process's: the embedded broker's buffers too.
+  if Seq("io.netty.leakDetection.level", "io.netty.leakDetectionLevel", "io.netty.noResourceLeakDetection").forall(System.getProperty(_) == null) then
+    ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED)
 
   /** Event loops of one thread each, so that device i's client is on loop `io.of(i)` ([[IoThreads]]). */
   private val groups =
