@@ -32,7 +32,8 @@ trait DeviceProfile:
     * interval is not known before the device joins (a reply gives it), or it sends nothing on a schedule.
     */
   final def callsPerSecond: Option[Double] =
-    messages.foldLeft(Option.when(messages.nonEmpty)(0.0))((sum, m) => sum.zip(m.every).map((s, every) => s + m.calls.size * 1e9 / every))
+    val rates = messages.map(m => m.every.map(m.calls.size * 1e9 / _))
+    Option.when(rates.nonEmpty && rates.forall(_.isDefined))(rates.flatten.sum)
   /** Calls run when a value read from a reply says the device is out of date (new configuration). */
   def triggers: IndexedSeq[Trigger]
   /** Numbers kept per device, counting the device's own two per message ([[Registers]]). */

@@ -39,13 +39,13 @@ object FleetParts:
       metrics: FleetMetrics, holding: Option[() => Boolean], faults: NetworkFaults)(using val system: ActorSystem[?]):
     given ExecutionContext = system.executionContext
     val host: String = url.authority.host.address
-    /** The I/O threads the devices run on, as many as their calls need (up to one a core): a plain
-      * connection's, an MQTT device's keep-alive pings among them. Over TLS, whose publish costs
-      * twice a plain one and was not measured on one loop, one per 5,000 devices as before.
+    /** The I/O threads the devices run on, as many as their calls need (up to one a core), an MQTT
+      * device's keep-alive pings among them. Over MQTT's TLS, whose publish costs twice a plain one
+      * and was not measured on one loop, one per 5,000 devices as before (HTTPS devices run on none).
       */
     val ioLoops: Int =
       val pings = settings.profile.mqtt.fold(0.0)(o => if o.keepAlive.toSeconds > 0 then 1.0 / o.keepAlive.toSeconds else 0.0) // 0: none
-      IoThreads.loopsFor(devices, settings.profile.callsPerSecond.filter(_ => url.scheme == "http" || url.scheme == "mqtt").map(_ + pings))
+      IoThreads.loopsFor(devices, settings.profile.callsPerSecond.filter(_ => url.scheme != "mqtts").map(_ + pings))
 
     /** HTTP(S) to one server: the controller; for MQTT devices, a server a call names by its URL. */
     def httpTo(scheme: String, host: String, port: Int, clientCa: Option[CertificateAuthority]): HttpTransport =
