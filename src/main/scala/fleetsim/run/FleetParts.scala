@@ -3,7 +3,7 @@ package fleetsim.run
 import fleetsim.device.{Device, DeviceDispatcher, Draws, TimingWheel}
 import fleetsim.metrics.{FleetMetrics, MeteredSessions, MeteredTransport}
 import fleetsim.tls.{CertificateAuthority, FleetTls}
-import fleetsim.transport.{Dialer, GatedSessions, HeldBack, HttpTransport, IoThreads, NetworkFaults, Sessions, Transport, UrlTransport}
+import fleetsim.transport.{ConnectionMode, Dialer, GatedSessions, HeldBack, HttpTransport, IoThreads, NetworkFaults, Sessions, Transport, UrlTransport}
 import io.micrometer.core.instrument.MeterRegistry
 import org.apache.pekko.Done
 import org.apache.pekko.actor.Props
@@ -29,6 +29,17 @@ final class FleetParts private (val metrics: FleetMetrics, http: Transport, val 
     yield Done
 
 object FleetParts:
+  /** The I/O threads `devices` run on, talking `scheme`, on `cores` cores: as many as their calls need
+    * (up to one a core), an MQTT device's keep-alive pings among them; a loop carries more calls
+    * crowded onto shared connections than calls each on a connection of its own. Over MQTT's TLS,
+    * whose publish costs twice a plain one and was not measured on one loop, one per 5,000 devices
+    * as before (HTTPS devices run on none).
+    */
+  def ioLoops(settings: RunSettings, scheme: String, devices: Int, cores: Int = Runtime.getRuntime.availableProcessors): Int =
+    val pings = settings.profile.mqtt.fold(0.0)(o => if o.keepAlive.toSeconds > 0 then 1.0 / o.keepAlive.toSeconds else 0.0) // 0: none
+    val per = if scheme == "http" && settings.connection == ConnectionMode.Shared then IoThreads.Shared else IoThreads.Owned
+    IoThreads.loopsFor(devices, settings.profile.callsPerSecond.filter(_ => scheme != "mqtts").map(_ + pings), per, cores)
+
   /** What a transport kind makes its devices' transports of ([[TransportKind.parts]]): the run's
     * settings, the server's URL, and the fleet's own way to reach a server over HTTP(S).
     *
@@ -39,13 +50,8 @@ object FleetParts:
       metrics: FleetMetrics, holding: Option[() => Boolean], faults: NetworkFaults)(using val system: ActorSystem[?]):
     given ExecutionContext = system.executionContext
     val host: String = url.authority.host.address
-    /** The I/O threads the devices run on, as many as their calls need (up to one a core), an MQTT
-      * device's keep-alive pings among them. Over MQTT's TLS, whose publish costs twice a plain one
-      * and was not measured on one loop, one per 5,000 devices as before (HTTPS devices run on none).
-      */
-    val ioLoops: Int =
-      val pings = settings.profile.mqtt.fold(0.0)(o => if o.keepAlive.toSeconds > 0 then 1.0 / o.keepAlive.toSeconds else 0.0) // 0: none
-      IoThreads.loopsFor(devices, settings.profile.callsPerSecond.filter(_ => url.scheme != "mqtts").map(_ + pings))
+    /** The I/O threads the devices run on ([[FleetParts.ioLoops]]). */
+    val ioLoops: Int = FleetParts.ioLoops(settings, url.scheme, devices)
 
     /** HTTP(S) to one server: the controller; for MQTT devices, a server a call names by its URL. */
     def httpTo(scheme: String, host: String, port: Int, clientCa: Option[CertificateAuthority]): HttpTransport =

@@ -3,7 +3,7 @@ package fleetsim.e2e
 import com.typesafe.config.{Config, ConfigFactory}
 import fleetsim.run.{FleetRun, RunSettings}
 import fleetsim.device.DeviceState.Reporting
-import fleetsim.transport.{ConnectionMode, Dialer, HttpSettings, HttpTransport, IoThreads, MessageKind, Reply, Request}
+import fleetsim.transport.{ConnectionMode, Dialer, HttpSettings, HttpTransport, MessageKind, Reply, Request}
 import org.scalatest.concurrent.Eventually
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.wordspec.AnyWordSpec
@@ -128,6 +128,16 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
     }
   }
 
+  "A plain HTTP fleet" should {
+    "run on one I/O loop per 50,000 devices when its calls share connections, per 5,000 when each device holds its own" in {
+      // ap-v1: the join says how often a device calls, so its devices count.
+      def loops(connection: String, devices: Int) =
+        fleetsim.run.FleetParts.ioLoops(RunSettings(config(s"""fleetsim.device-profile = "${apV1With(connection)}" """)), "http", devices, cores = 2)
+      assert(Seq(20000, 50000, 50001).map(loops("shared", _)) == Seq(1, 1, 2))
+      assert(Seq(5000, 5001).map(loops("per-device", _)) == Seq(1, 2))
+    }
+  }
+
   "a plain connection" should {
     "be written, read and answered on the loop of the device that calls (nginx), in every mode" in {
       val nginx = HttpServers.nginx("")
@@ -137,9 +147,8 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
           val settings = HttpSettings(ConfigFactory.load())
           val get = Request(MessageKind("stats", 0, periodic = true), "GET", "/", Array.emptyByteArray, Array.emptyByteArray)
           for mode <- ConnectionMode.values do
-            val devices = IoThreads.DevicesPerLoop * 2 // two loops on two cores or more
-            val http = HttpTransport("127.0.0.1", nginx.port, Dialer("127.0.0.1", nginx.port, settings, None, None), mode, settings, devices,
-              IoThreads.loopsFor(devices, None))
+            val http = HttpTransport("127.0.0.1", nginx.port, Dialer("127.0.0.1", nginx.port, settings, None, None), mode, settings, devices = 10_000,
+              ioLoops = 2) // two loops on two cores or more
             val io = http.io.getOrElse(fail("plain connections offer their loops to the devices"))
             // Each call made on its device's loop, as a device there makes it.
             val answered = (0 until 40).map { device =>

@@ -202,16 +202,6 @@ class MqttEndToEndSpec extends AnyWordSpec with Eventually:
       // Up to 10,000 publishes a second, their sessions share one event loop: a second would wake as often for no more work.
       assert(many.othersByName.get("fleetsim-mqtt-io-#").contains(1), many.othersByName)
     }
-
-    "take an event loop a core only for a fleet whose publishes need them" in {
-      import fleetsim.transport.IoThreads.loopsFor
-      // Devices publishing every 10 s: 10,000 publishes a second a loop.
-      assert(Seq(1, 10000, 100000, 100001, 190000).map(loopsFor(_, Some(0.1), 2)) == Seq(1, 1, 1, 2, 2))
-      assert(loopsFor(390000, Some(0.1), 4) == 4 && loopsFor(390000, Some(0.1), 1) == 1)
-      assert(loopsFor(19000, Some(1.0), 4) == 2, "every second")
-      // How often they publish is not known (a reply gives the interval): 5,000 devices a loop.
-      assert(Seq(1, 2000, 5000, 5001, 10000, 19000).map(loopsFor(_, None, 2)) == Seq(1, 1, 1, 2, 2, 2))
-    }
   }
 
 /** What the spread of reconnections looked like: opens counted every 20 ms by a timer, never a sleep. */

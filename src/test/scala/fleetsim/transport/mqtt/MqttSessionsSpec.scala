@@ -40,7 +40,7 @@ class MqttSessionsSpec extends AnyWordSpec with Eventually:
   private def sessions(port: Int, options: MqttOptions, devices: Int = 1, requestTimeout: FiniteDuration = 10.seconds,
       connectTimeout: FiniteDuration = 10.seconds): MqttSessions =
     MqttSessions("127.0.0.1", port, options, tls = None, sources = SourceAddresses.parse(source).toOption, connectTimeout = connectTimeout, requestTimeout = requestTimeout,
-      fleetsim.transport.IoThreads.loopsFor(devices, None))
+      fleetsim.transport.IoThreads.loopsFor(devices, None, fleetsim.transport.IoThreads.Owned))
 
   /** Device `n`'s session, or why it could not open; pushes to it go to `pushed`. */
   private def open(s: MqttSessions, n: Int, pushed: Push => Unit = _ => ()): Either[SessionFailure, Session] =
