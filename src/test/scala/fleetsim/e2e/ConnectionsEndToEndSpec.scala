@@ -129,12 +129,12 @@ class ConnectionsEndToEndSpec extends AnyWordSpec with Eventually:
   }
 
   "A plain HTTP fleet" should {
-    "run on one I/O loop per 50,000 devices when its calls share connections, per 5,000 when each device holds its own" in {
+    "run on one I/O loop per 25,000 devices when its calls share connections, per 5,000 when each device holds its own" in {
       // ap-v1: the join says how often a device calls, so its devices count.
       def loops(connection: String, devices: Int) =
         fleetsim.run.FleetParts.ioLoops(RunSettings(config(s"""fleetsim.device-profile = "${apV1With(connection)}" """)), "http", devices, cores = 2)
-      assert(Seq(20000, 50000, 50001).map(loops("shared", _)) == Seq(1, 1, 2))
-      assert(Seq(5000, 5001).map(loops("per-device", _)) == Seq(1, 2))
+      assert(Seq(20000, 25000, 25001).map(loops("shared", _)) == Seq(1, 1, 2))
+      for connection <- Seq("per-device", "per-call") do assert(Seq(5000, 5001).map(loops(connection, _)) == Seq(1, 2), connection)
     }
   }
 

@@ -17,10 +17,10 @@ class IoThreadsSpec extends AnyWordSpec:
   }
 
   "A fleet whose calls crowd onto shared connections (plain HTTP)" should {
-    "take a loop per 50,000 calls a second, or per 50,000 devices when a reply sets how often they call" in {
+    "take a loop per 50,000 calls a second, or per 25,000 devices when a reply sets how often they call" in {
       assert(Seq(1, 100000, 500000, 500001).map(loopsFor(_, Some(0.1), Shared, cores = 2)) == Seq(1, 1, 1, 2))
       assert(loopsFor(1000000, Some(1.0), Shared, cores = 16) == 16 && loopsFor(1000000, Some(1.0), Shared, cores = 2) == 2)
       // ap-v1 against the reference controller: the join says how often.
-      assert(Seq(1, 20000, 50000, 50001, 1000000).map(loopsFor(_, None, Shared, cores = 2)) == Seq(1, 1, 1, 2, 2))
+      assert(Seq(1, 20000, 25000, 25001, 1000000).map(loopsFor(_, None, Shared, cores = 2)) == Seq(1, 1, 1, 2, 2))
     }
   }
