@@ -140,6 +140,7 @@ object SshGateway:
       server.setChannelFactories(List[ChannelFactory](TunnelChannel.factory(http, refused, handler)).asJava)
       CoreModuleProperties.IDLE_TIMEOUT.set(server, JDuration.ofMillis(settings.sshIdleTimeout.toMillis))
       SshStreams.smallBuffers(server) // thousands of sessions, each held open
+      SshStreams.fewIoThreads(server)
       try server.start()
       catch case e: BindException => throw CannotBind.of(settings.host, settings.sshPort, "ssh", e).get
       SshGateway(server)

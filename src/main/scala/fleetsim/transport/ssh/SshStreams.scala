@@ -89,6 +89,14 @@ object SshStreams:
     CoreModuleProperties.NIO2_READ_BUFFER_SIZE.set(end, Integer.valueOf(2048))
     CoreModuleProperties.MAX_PACKET_SIZE.set(end, java.lang.Long.valueOf(1536L))
 
+  /** MINA's I/O threads at either end, before it starts: one per two cores, not its default of one
+    * a core and one more. Its threads take turns at every session's reads, handed each event by the
+    * JDK's epoll thread; on two cores its three, beside the actors' threads, cost an SSH handshake
+    * 1.3 times the CPU of one at both ends (bench/history/2026-12-07-ssh-io-threads.md).
+    */
+  def fewIoThreads(end: PropertyResolver): Unit =
+    CoreModuleProperties.NIO_WORKERS.set(end, Integer.valueOf((Runtime.getRuntime.availableProcessors / 2).max(1)))
+
   /** An SSHD future as a Scala future, completed from the listener: nothing waits on it. */
   def completion[F <: SshFuture[F], A](future: F)(outcome: F => Try[A]): Future[A] =
     val result = Promise[A]()

@@ -35,6 +35,7 @@ final class SshTunnels(settings: SshSettings, target: SshdSocketAddress, http: H
     CoreModuleProperties.HEARTBEAT_INTERVAL.set(c, millis(settings.keepaliveInterval))
     CoreModuleProperties.HEARTBEAT_NO_REPLY_MAX.set(c, Integer.valueOf(settings.keepaliveMaxMissed))
     SshStreams.smallBuffers(c)
+    SshStreams.fewIoThreads(c)
     c.setServerKeyVerifier(HostKeys.verifier(settings))
     // A device is not this machine's user: no ~/.ssh/config (read again at every connect, a stat and
     // an exception when it is missing) and no ~/.ssh/id_* keys offered should the device's be refused.
