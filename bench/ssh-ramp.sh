@@ -6,22 +6,24 @@
 # controller (whose SSH server does the other half of each handshake); and, while the tunnels up went
 # from a quarter to three quarters of N (past the start, before the tail; on a machine too slow for
 # that, to as many as came up), handshakes a second and each process's CPU milliseconds a handshake.
+# Both run through this tree's launcher (FLEETSIM_JAR), with the JVM options it gives users.
 #   bench/ssh-ramp.sh N BUILD [BUILD...]      e.g. bench/ssh-ramp.sh 6000 /tmp/base /tmp/new
 # Settings: ROUNDS (default 2), RAMP (devices a second asked for, default 500).
 set -euo pipefail
 n="$1"; shift
 cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat" 2>/dev/null; } # user + system, seconds
+launcher="$(cd "$(dirname "$0")/.." && pwd)/fleetsim"
 
 for round in $(seq "${ROUNDS:-2}"); do
   for build in "$@"; do
     work="$(mktemp -d)"
-    java -jar "$build/fleetsim.jar" controller --port 0 --ssh-port 0 --heartbeat-interval 30s --stats-interval 300s \
+    FLEETSIM_JAR="$build/fleetsim.jar" "$launcher" controller --port 0 --ssh-port 0 --heartbeat-interval 30s --stats-interval 300s \
       --state-dir "$work/state" > "$work/controller.log" 2>&1 &
     controller=$!
     for _ in $(seq 100); do grep -q "listening on" "$work/controller.log" && break; sleep 0.3; done
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/controller.log" | head -1)
     start=$(date +%s.%N)
-    java -Xmx2600m -jar "$build/fleetsim.jar" run --controller "$url" --transport ssh --devices "$n" --ramp-rate "${RAMP:-500}" \
+    FLEETSIM_JAR="$build/fleetsim.jar" "$launcher" run --controller "$url" --transport ssh --devices "$n" --ramp-rate "${RAMP:-500}" \
       --max-handshakes 32 --duration 100s --dashboard off --results "$work/results" > "$work/run.log" 2>&1 &
     fleet=$!
     up="" fleet_cpu=0

@@ -65,8 +65,9 @@ class LauncherSpec extends AnyWordSpec:
     }
 
     "give options that this machine's JVM takes: it starts with every one of them" in {
-      val (status, out) = launch(System.getenv("PATH"), "-version", "run", "--devices", "100000")
-      assert(status == 0 && out.contains("version") && !out.contains("Unrecognized"), out)
+      for fleet <- Seq(Seq("--devices", "100000"), Seq("--transport", "ssh", "--devices", "1000")) do
+        val (status, out) = launch(System.getenv("PATH"), "-version", "run" +: fleet*)
+        assert(status == 0 && out.contains("version") && !out.contains("Unrecognized"), out)
     }
 
     "use the collector JAVA_OPTS names instead of G1, which the JVM would refuse beside it" in {
@@ -84,6 +85,18 @@ class LauncherSpec extends AnyWordSpec:
     }
   }
 
+  "./fleetsim run --transport ssh" should {
+    "have C2 inline only small compiled methods, unless JAVA_OPTS says otherwise; no other fleet, nor the controller" in {
+      for ssh <- Seq(Seq("run", "--transport", "ssh", "--devices", "100"), Seq("run", "--transport=ssh")) do
+        assert(javaArguments("", ssh*).contains(smallInlining), ssh)
+      for other <- Seq(Seq("run", "--devices", "100"), Seq("run", "--transport", "mqtt"), Seq("controller", "--port", "0")) do
+        assert(!javaArguments("", other*).contains(smallInlining), other)
+      val overridden = javaArguments("-XX:InlineSmallCode=2500", "run", "--transport", "ssh")
+      assert(overridden.indexOf("-XX:InlineSmallCode=2500") > overridden.indexOf(smallInlining), overridden) // the JVM takes the last
+    }
+  }
+
+  private val smallInlining = "-XX:InlineSmallCode=1000"
   private val fixedMarkingStart = Seq("-XX:-G1UseAdaptiveIHOP", "-XX:InitiatingHeapOccupancyPercent=60")
   private val deferredRefinement = Seq("-XX:-G1UseAdaptiveConcRefinement", "-XX:G1ConcRefinementGreenZone=8192",
     "-XX:G1ConcRefinementYellowZone=12288", "-XX:G1ConcRefinementRedZone=16384")
