@@ -38,6 +38,7 @@ class LauncherSpec extends AnyWordSpec:
     manifest.getMainAttributes.put(Attributes.Name.MANIFEST_VERSION, "1.0")
     JarOutputStream(Files.newOutputStream(jar), manifest).close()
     val builder = ProcessBuilder((Seq("bash", "fleetsim") ++ args).asJava).redirectErrorStream(true)
+    builder.environment.keySet.removeIf(_.startsWith("FLEETSIM_")) // the runner's own settings, not the test's
     builder.environment.put("PATH", path)
     builder.environment.put("FLEETSIM_JAR", jar.toString)
     builder.environment.put("JAVA_OPTS", javaOpts)
@@ -91,8 +92,10 @@ class LauncherSpec extends AnyWordSpec:
         assert(javaArguments("", ssh*).contains(smallInlining), ssh)
       for other <- Seq(Seq("run", "--devices", "100"), Seq("run", "--transport", "mqtt"), Seq("controller", "--port", "0")) do
         assert(!javaArguments("", other*).contains(smallInlining), other)
+      assert(javaArguments("-Xmx3g", "run", "--transport", "ssh").contains(smallInlining)) // a heap of the user's own
       val overridden = javaArguments("-XX:InlineSmallCode=2500", "run", "--transport", "ssh")
-      assert(overridden.indexOf("-XX:InlineSmallCode=2500") > overridden.indexOf(smallInlining), overridden) // the JVM takes the last
+      val ours = overridden.indexOf(smallInlining)
+      assert(ours >= 0 && overridden.indexOf("-XX:InlineSmallCode=2500") > ours, overridden) // the JVM takes the last
     }
   }
 

@@ -74,10 +74,11 @@ class ScenarioRunSpec extends AnyWordSpec with BeforeAndAfterAll:
   private lazy val rollouts = Seq("http", "ssh", "mqtt").map(t => t -> playing(play(shipped("config-rollout.conf"), "--transport", t))).toMap
   /** The fault from the start: a run's first seconds are its first hundred calls, and on a machine
     * busier than this one a few of them failing of their own (CI once saw the run abort before a
-    * fault at 3 s) would be 5 % of them.
+    * fault at 3 s) would be 5 % of them. Its devices all start within 100 ms, before the first
+    * second's judgement, which aborts it.
     */
   private lazy val aborted = playing(play(Files.writeString(dir.resolve("abort.conf"), """
-    stages = [ { devices = 50, over = 1s }, { hold = 40s } ]
+    stages = [ { devices = 50, over = 100ms }, { hold = 40s } ]
     actions = [ { at = 0s, controller-fault { error-rate = 100%, for = 30s } } ]
     thresholds = [
       { threshold = "errors.rate < 5%", abort-on-fail = true }
