@@ -2,12 +2,16 @@ package fleetsim.report
 
 import fleetsim.Comparison
 
+import scala.concurrent.duration.FiniteDuration
+
 /** A threshold the run must pass: a figure of its summary, a comparison and a bound in the figure's
   * unit (`latency.heartbeat.p99 < 200ms` has the bound 200 ms, `errors.rate < 1%` 1 %), as the
   * user wrote it in `text`. Judged at the end, on the summary ([[Verdict.judge]]); one that
-  * `abortOnFail` also every second, and the first second it fails on a value the run stops.
+  * `abortsFrom` a time into the run also every second from then, and the first second it fails on a
+  * value the run stops.
   */
-final case class Threshold(text: String, figure: Figure, comparison: Comparison, bound: Double, abortOnFail: Boolean = false):
+final case class Threshold(text: String, figure: Figure, comparison: Comparison, bound: Double,
+    abortsFrom: Option[FiniteDuration] = None):
   def holds(value: Double): Boolean = comparison.holds(value.compare(bound))
 
 object Threshold:

@@ -261,18 +261,20 @@ final class FleetRun private (
       process.sample(), controller.map(_.counts), cluster, settings.transport, settings.profile.kinds.filter(_.periodic).map(_.key))
       .copy(actions = actions.toList)
 
-  /** The thresholds that abort the run when they fail ([[fleetsim.report.Threshold.abortOnFail]]). */
-  private val aborting = settings.thresholds.filter(_.abortOnFail)
+  /** The thresholds that abort the run when they fail ([[fleetsim.report.Threshold.abortsFrom]]). */
+  private val aborting = settings.thresholds.filter(_.abortsFrom.isDefined)
   /** The one that did, and why: failed in the verdict whatever its figure is at the end. */
   @volatile private var abortedBy: Option[(fleetsim.report.Threshold, Double, String)] = None
 
   /** Stops the run, as a failed verdict, the first second a threshold that aborts fails on a value (a
-    * figure with no value yet — nothing measured — waits).
+    * figure with no value yet — nothing measured — waits), from the time into the run it aborts from.
     */
   private def judgeOnTheWay(snapshot: MetricsSnapshot): Unit =
-    if aborting.nonEmpty && finishing.isEmpty then
+    val into = (Instant.now.toEpochMilli - startedAt.toEpochMilli).millis
+    val judged = aborting.filter(_.abortsFrom.exists(_ <= into))
+    if judged.nonEmpty && finishing.isEmpty then
       val now = summaryOf("running", snapshot, snapshot, devices.cluster)
-      aborting.iterator.flatMap(t => t.figure.read(now).toOption.filterNot(t.holds).map(t -> _)).nextOption().foreach { (t, value) =>
+      judged.iterator.flatMap(t => t.figure.read(now).toOption.filterNot(t.holds).map(t -> _)).nextOption().foreach { (t, value) =>
         val why = f"${t.figure.name} was ${t.figure.measure.show(value)} at ${now.run.durationS}%.0f s, not ${t.comparison.symbol} ${t.figure.measure.show(t.bound)}: the run aborted"
         abortedBy = Some((t, value, why))
         stop(s"aborted: ${t.text} failed")

@@ -137,22 +137,28 @@ object RunSettings:
 
   /** The run's thresholds, each checked against the figures its profile's runs have: a mistake names
     * where the threshold came from (--threshold, its variable, or a file's file:line). In a file, one
-    * may be a block, `{ threshold = "errors.rate < 5%", abort-on-fail = true }`.
+    * may be a block, `{ threshold = "errors.rate < 5%", abort-on-fail = true, abort-after = 30s }`.
     */
   private def thresholds(config: Config, figures: Figures): Seq[Threshold] =
+    val checks = fleetsim.HoconChecks(IllegalArgumentException(_))
     config.getList("fleetsim.run.thresholds").asScala.toSeq.map { value =>
-      def refuse(problem: String) = throw IllegalArgumentException(s"${fleetsim.HoconChecks.where(value)}: $problem")
-      val (text, abort) = value match
+      def refuse(problem: String) = checks.fail(value, problem)
+      val (text, abortsFrom) = value match
         case block: com.typesafe.config.ConfigObject =>
           val c = block.toConfig
-          for key <- fleetsim.HoconChecks.inFileOrder(block) if key != "threshold" && key != "abort-on-fail" do
-            refuse(s"unknown key '$key' in a threshold block: it has threshold and abort-on-fail")
+          checks.keysOf(block, Set("threshold", "abort-on-fail", "abort-after"), "a threshold block")
           if !c.hasPath("threshold") then refuse("""a threshold block needs threshold, like { threshold = "errors.rate < 5%", abort-on-fail = true }""")
-          val abort = try c.hasPath("abort-on-fail") && c.getBoolean("abort-on-fail")
-            catch case _: com.typesafe.config.ConfigException => refuse("abort-on-fail must be true or false")
-          (String.valueOf(c.getValue("threshold").unwrapped), abort)
-        case _ => (String.valueOf(value.unwrapped), false)
+          val aborts = try c.hasPath("abort-on-fail") && c.getBoolean("abort-on-fail")
+            catch case _: com.typesafe.config.ConfigException => checks.failAt(c, "abort-on-fail", "abort-on-fail must be true or false")
+          // k6's delayAbortEval: a run's first seconds (connections opening, caches cold) are not its verdict.
+          val after =
+            if !c.hasPath("abort-after") then Duration.Zero
+            else if !aborts then checks.failAt(c, "abort-after", "abort-after delays abort-on-fail, which this block does not have: add abort-on-fail = true")
+            else fleetsim.HoconChecks.positiveDuration(c, "abort-after")
+              .getOrElse(checks.failAt(c, "abort-after", "abort-after must be a time into the run, like 30s"))
+          (String.valueOf(c.getValue("threshold").unwrapped), Option.when(aborts)(after))
+        case _ => (String.valueOf(value.unwrapped), None)
       Threshold.parse(text).flatMap(figures.threshold) match
-        case Right(threshold) => threshold.copy(abortOnFail = abort)
+        case Right(threshold) => threshold.copy(abortsFrom = abortsFrom)
         case Left(problem) => refuse(if problem.startsWith(s"'$text'") then problem else s"'$text': $problem")
     }

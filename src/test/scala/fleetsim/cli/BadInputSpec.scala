@@ -104,6 +104,11 @@ class BadInputSpec extends AnyWordSpec:
         mentioning = "--threshold: 'errors.rate < 5': errors.rate is a percentage: give its bound in %, like 1%")
       val file = Files.writeString(dir.resolve("thresholds.conf"), "fleetsim.run.thresholds = [\n  \"errors.rate < 1%\"\n  \"lateness.join.p99 < 1s\"\n]\n")
       assertOneLine(Seq("run", "--config", file.toString) ++ run, mentioning = s"$file:3: 'lateness.join.p99 < 1s': no figure lateness.join.p99")
+      val early = Files.writeString(dir.resolve("abort-after.conf"), "fleetsim.run.thresholds = [\n  { threshold = \"errors.rate < 5%\"\n    abort-after = 30s }\n]\n")
+      assertOneLine(Seq("run", "--config", early.toString) ++ run,
+        mentioning = s"$early:3: abort-after delays abort-on-fail, which this block does not have: add abort-on-fail = true")
+      val typo = Files.writeString(dir.resolve("abort-typo.conf"), "fleetsim.run.thresholds = [\n  { threshold = \"errors.rate < 5%\", abort-on-fail = true, abort-afer = 30s }\n]\n")
+      assertOneLine(Seq("run", "--config", typo.toString) ++ run, mentioning = s"$typo:2: unknown key 'abort-afer' in a threshold block (did you mean abort-after?)")
     }
     "name the flag a CSV came from and the line that is not UTF-8" in
       assertOneLine(Seq("run", "--device-profile", "iot-telemetry", "--devices-csv", garbage.toString, "--duration", "1s"),
