@@ -37,6 +37,7 @@ object Main:
         case "node" :: rest => NodeCommand(rest, out)
         case "ssh-gateway" :: rest => SshGatewayCommand(rest, out)
         case "profile" :: rest => ProfileCommand(rest, out)
+        case "launch-facts" :: "run" :: rest => RunCommand.launchFacts(rest, out) // the launcher's, not a user's
         case "report" :: ("--help" | "-h") :: _ => out.println("usage: ./fleetsim report DIR"); 0
         case "report" :: dir :: Nil => report(java.nio.file.Path.of(dir), out)
         case "report" :: _ => throw UsageError("report takes one folder, a run's results (the one with timeseries.jsonl)", "report")

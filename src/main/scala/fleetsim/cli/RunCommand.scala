@@ -53,6 +53,21 @@ object RunCommand:
         }
         execute(run, out)
 
+  /** What the launcher (`./fleetsim`) sizes the JVM by, as the run's settings come to with every file
+    * read, on one line: the devices this process holds (none over a cluster: they are the nodes'),
+    * the bytes of live heap a device takes, its transport, and whether the run is over a cluster.
+    * Asked only when a file (a config, a scenario, a device profile) may set them; what the settings
+    * get wrong is said here as `run` would say it.
+    */
+  def launchFacts(args: List[String], out: PrintStream): Int =
+    Options.parse("run", Flags, args) match
+      case Parsed.Help(_) => 0
+      case Parsed.Settings(config) =>
+        val settings = settingsOf("run")(RunSettings(config))
+        val cluster = config.getString("fleetsim.cluster.join").nonEmpty
+        out.println(s"${if cluster then 0 else settings.fleet.devices} ${Preflight.heapPerDevice(settings)} ${settings.transport.name} ${if cluster then "yes" else "no"}")
+        0
+
   private def execute(run: FleetRun, out: PrintStream)(using system: ActorSystem[SpawnProtocol.Command]): Int =
     val settings = run.settings
     val shutdown = CoordinatedShutdown(system)

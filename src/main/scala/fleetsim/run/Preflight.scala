@@ -21,9 +21,7 @@ object Preflight:
     val (files, filesName) = openFiles(settings)
     DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, files, sessionKind(settings), filesName, kind.server)
       .left.foreach(m => throw CannotRun(m))
-    val tls = settings.controllerUrl.exists(_.startsWith("https://")) || kind.serverTls(settings) || (settings.embedded && settings.controller.tls)
-    val perDevice = kind.heapPerDevice(tls, settings.connection != fleetsim.transport.ConnectionMode.Shared)
-    HeapBudget.check(settings.fleet.devices, perDevice, Runtime.getRuntime.maxMemory).left.foreach(m => throw CannotRun(m))
+    HeapBudget.check(settings.fleet.devices, heapPerDevice(settings), Runtime.getRuntime.maxMemory).left.foreach(m => throw CannotRun(m))
     for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))
     // A CA or certificate folder that cannot be read fails here, in one line, not in every device.
     for file <- settings.tls.caFile do fleetsim.tls.Pem.certificates(file)
@@ -36,6 +34,12 @@ object Preflight:
       catch case e: IOException =>
         throw UsageError(s"--source-ips: cannot call from ${address.getHostAddress} (${e.getMessage}): give addresses this machine has (on loopback, any 127.x.y.z)", "run")
       finally socket.close()
+
+  /** The live heap a device of this run takes: its transport's, over TLS or not, on a connection of its own or shared. */
+  def heapPerDevice(settings: RunSettings): Long =
+    val kind = settings.transport
+    val tls = settings.controllerUrl.exists(_.startsWith("https://")) || kind.serverTls(settings) || (settings.embedded && settings.controller.tls)
+    kind.heapPerDevice(tls, settings.connection != fleetsim.transport.ConnectionMode.Shared)
 
   /** A run over a cluster: the nodes check their shares; this process holds the embedded
     * controller's (or broker's) end of every session.

@@ -9,7 +9,8 @@ import java.util.jar.{Attributes, JarOutputStream, Manifest}
 import scala.jdk.CollectionConverters.*
 
 /** The launcher (`./fleetsim`) as a shell script: the JVM options it hands `java`, read from a stand-in
-  * `java` on the PATH that prints them (a unit test of the script; CliSpec runs the real JVM).
+  * `java` on the PATH that prints them (a unit test of the script; CliSpec runs the real JVM). What it
+  * asks the run's parser (`launch-facts`, when a file may size the fleet) a real JVM answers.
   */
 class LauncherSpec extends AnyWordSpec:
 
@@ -19,15 +20,24 @@ class LauncherSpec extends AnyWordSpec:
   private def javaArguments(javaOpts: String, args: String*): Seq[String] = javaArgumentsOf("17.0.15", javaOpts, args*)
 
   private def javaArgumentsOf(jdkVersion: String, javaOpts: String, args: String*): Seq[String] =
+    val (status, out) = launch(s"${standIn(jdkVersion)}:${System.getenv("PATH")}", javaOpts, args*)
+    assert(status == 0, out)
+    out.linesIterator.toSeq
+
+  /** The bin folder of a JDK whose release file says `jdkVersion` and whose `java` prints its arguments,
+    * but for the launcher's question to the run's parser, which it hands to this machine's JVM.
+    */
+  private def standIn(jdkVersion: String): Path =
     val jdk = Files.createTempDirectory("fleetsim-launcher")
     Files.writeString(jdk.resolve("release"), s"JAVA_VERSION=\"$jdkVersion\"\nJAVA_VERSION_DATE=\"2025-04-15\"\n")
     val bin = Files.createDirectory(jdk.resolve("bin"))
     val java = bin.resolve("java")
-    Files.writeString(java, "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done\n")
+    val parser = fleetsim.e2e.ChildJvm.command("512m", Nil, testClasses = false).map(a => s"'$a'").mkString(" ")
+    Files.writeString(java, "#!/usr/bin/env bash\n" +
+      s"if [[ \" $$* \" == *' launch-facts '* ]]; then while [ \"$$1\" != launch-facts ]; do shift; done; shift; exec $parser launch-facts \"$$@\"; fi\n" +
+      "for a in \"$@\"; do echo \"$a\"; done\n")
     Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwxr-xr-x"))
-    val (status, out) = launch(s"$bin:${System.getenv("PATH")}", javaOpts, args*)
-    assert(status == 0, out)
-    out.linesIterator.toSeq
+    bin
 
   /** `./fleetsim args` with the PATH and JAVA_OPTS given and a given build (so no mvn): an empty jar,
     * enough for `java -version -jar` to start the JVM: its exit status and output.
@@ -96,6 +106,25 @@ class LauncherSpec extends AnyWordSpec:
       val overridden = javaArguments("-XX:InlineSmallCode=2500", "run", "--transport", "ssh")
       val ours = overridden.indexOf(smallInlining)
       assert(ours >= 0 && overridden.indexOf("-XX:InlineSmallCode=2500") > ours, overridden) // the JVM takes the last
+    }
+  }
+
+  "./fleetsim run with a file that sizes the fleet" should {
+    "size the heap by what the run's settings come to: a scenario's stages, a device profile's transport, a config's" in {
+      val dir = Files.createTempDirectory("fleetsim-launcher-files")
+      val scenario = Files.writeString(dir.resolve("big.conf"), "stages = [ { devices = 6000, over = 10s }, { hold = 5s } ]\n")
+      val ssh = javaArguments("", "run", "--scenario", scenario.toString, "--transport", "ssh")
+      assert(ssh.contains("-Xmx942m") && ssh.contains(smallInlining), ssh) // 6,000 x 60,000 bytes, doubled, + 256 MiB
+      val mqtt = javaArguments("", "run", "--device-profile", "iot-mqtt", "--devices", "20000")
+      assert(mqtt.contains("-Xmx713m") && !mqtt.contains(smallInlining), mqtt) // an MQTT device's 12,000 bytes
+      val config = Files.writeString(dir.resolve("fleet.conf"), "fleetsim.fleet { devices = 6000, transport = ssh }\n")
+      assert(javaArguments("", "run", "--config", config.toString).contains("-Xmx942m"))
+    }
+
+    "refuse what run would refuse, in its words, before the run's JVM starts" in {
+      val missing = Files.createTempDirectory("fleetsim-launcher").resolve("nope.conf")
+      val (status, out) = launch(s"${standIn("17.0.15")}:${System.getenv("PATH")}", "", "run", "--scenario", missing.toString)
+      assert(status == 2 && out.contains(s"fleetsim: --scenario: no such file '$missing'") && !out.contains("-jar"), out)
     }
   }
 
