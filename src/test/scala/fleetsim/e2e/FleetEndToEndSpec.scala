@@ -115,14 +115,14 @@ class FleetEndToEndSpec extends AnyWordSpec with Eventually:
     "recover every device, without restarting the fleet, after the controller stops and comes back" in {
       val base = config()
       withSystem(base) {
-        val settings = ControllerSettings(base)
+        val port = freePort() // restarted on it: a port no other suite's port 0 can take meanwhile
+        val settings = ControllerSettings(base).copy(port = port)
         val first = Await.result(Controller.start(settings), 10.seconds)
-        val port = first.address.getPort
         withFleet(config(s"""fleetsim.controller.url = "${first.url}"""")) { (run, _) =>
           allReporting(run)
           Await.result(first.stop(), 10.seconds)
           eventually(assert(reporting(run) == 0 && run.metrics.devicesByState(Backoff) > 0))
-          val second = Await.result(Controller.start(settings.copy(port = port), first.registry), 10.seconds)
+          val second = Await.result(Controller.start(settings, first.registry), 10.seconds)
           try
             allReporting(run)
             assert(run.metrics.snapshot().byKind(ApiCall.Heartbeat.key).failures(FailureReason.ConnectFailed) > 0)

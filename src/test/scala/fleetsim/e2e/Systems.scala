@@ -6,10 +6,19 @@ import org.apache.pekko.actor.typed.{ActorSystem, SpawnProtocol}
 import scala.concurrent.Await
 import scala.concurrent.duration.*
 
-/** A loopback port free now, for a server the test starts (or tells to start) on it. */
+/** A loopback port free now, for a server the test starts (or tells to start, or starts again) on it.
+  * Below the kernel's ephemeral range (32768-60999 here), where no port-0 bind nor outgoing connection
+  * of another suite lands: CI once saw a controller, stopped to be restarted on its port, lose it to
+  * a server another suite bound to port 0, which then took the first one's devices' TLS hellos.
+  */
 def freePort(): Int =
-  val socket = java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress)
-  try socket.getLocalPort finally socket.close()
+  val random = java.util.concurrent.ThreadLocalRandom.current()
+  Iterator.continually(random.nextInt(20000, 32768)).map { port =>
+    try
+      val socket = java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress)
+      try Some(port) finally socket.close()
+    catch case _: java.io.IOException => None // taken: another
+  }.collectFirst { case Some(port) => port }.get
 
 /** A config file (`--config`) for a fleet run in a child JVM, whose devices turned away by a busy
   * controller (a cold start, a ramp beside other suites) come back within 3 s, not the default's 60,

@@ -148,9 +148,9 @@ class TlsEndToEndSpec extends AnyWordSpec with Eventually:
     "reconnect every device after the controller restarts" in {
       val c = config("fleetsim.controller.tls = on")
       withSystem(c) {
-        val settings = ControllerSettings(c)
+        val port = freePort() // restarted on it: a port no other suite's port 0 can take meanwhile
+        val settings = ControllerSettings(c).copy(port = port)
         val first = Await.result(Controller.start(settings), 10.seconds)
-        val port = first.address.getPort
         val fleet = config(s"""
           fleetsim.controller.url = "${first.url}"
           fleetsim.tls.ca-file = "${first.tls.get.caFile}"
@@ -160,7 +160,7 @@ class TlsEndToEndSpec extends AnyWordSpec with Eventually:
           eventually(assert(reporting(run) == Devices))
           Await.result(first.stop(), 10.seconds)
           eventually(assert(reporting(run) == 0 && run.metrics.devicesByState(Backoff) > 0))
-          val second = Await.result(Controller.start(settings.copy(port = port), first.registry), 10.seconds) // the same CA, from the state folder
+          val second = Await.result(Controller.start(settings, first.registry), 10.seconds) // the same CA, from the state folder
           try eventually(assert(reporting(run) == Devices))
           finally Await.result(second.stop(), 10.seconds)
         finally Await.result(run.finish("test over"), 60.seconds)
