@@ -27,14 +27,18 @@ class LauncherSpec extends AnyWordSpec:
   /** The bin folder of a JDK whose release file says `jdkVersion` and whose `java` prints its arguments,
     * but for the launcher's question to the run's parser, which it hands to this machine's JVM.
     */
-  private def standIn(jdkVersion: String): Path =
+  private def standIn(jdkVersion: String, knowsFacts: Boolean = true): Path =
     val jdk = Files.createTempDirectory("fleetsim-launcher")
     Files.writeString(jdk.resolve("release"), s"JAVA_VERSION=\"$jdkVersion\"\nJAVA_VERSION_DATE=\"2025-04-15\"\n")
     val bin = Files.createDirectory(jdk.resolve("bin"))
     val java = bin.resolve("java")
-    val parser = fleetsim.e2e.ChildJvm.command("512m", Nil, testClasses = false).map(a => s"'$a'").mkString(" ")
+    val answer =
+      if knowsFacts then
+        val parser = fleetsim.e2e.ChildJvm.command("512m", Nil, testClasses = false).map(a => s"'$a'").mkString(" ")
+        s"while [ \"$$1\" != launch-facts ]; do shift; done; exec $parser \"$$@\""
+      else "echo \"fleetsim: unknown command 'launch-facts'\" >&2; exit 2" // an older build's
     Files.writeString(java, "#!/usr/bin/env bash\n" +
-      s"if [[ \" $$* \" == *' launch-facts '* ]]; then while [ \"$$1\" != launch-facts ]; do shift; done; shift; exec $parser launch-facts \"$$@\"; fi\n" +
+      s"if [[ \" $$* \" == *' launch-facts '* ]]; then $answer; fi\n" +
       "for a in \"$@\"; do echo \"$a\"; done\n")
     Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwxr-xr-x"))
     bin
@@ -119,6 +123,13 @@ class LauncherSpec extends AnyWordSpec:
       assert(mqtt.contains("-Xmx713m") && !mqtt.contains(smallInlining), mqtt) // an MQTT device's 12,000 bytes
       val config = Files.writeString(dir.resolve("fleet.conf"), "fleetsim.fleet { devices = 6000, transport = ssh }\n")
       assert(javaArguments("", "run", "--config", config.toString).contains("-Xmx942m"))
+    }
+
+    "size a build from before it could ask by the flags alone, as benchmarks run older builds" in {
+      val scenario = Files.writeString(Files.createTempDirectory("fleetsim-launcher-files").resolve("big.conf"),
+        "stages = [ { devices = 6000, over = 10s }, { hold = 5s } ]\n")
+      val (status, out) = launch(s"${standIn("17.0.15", knowsFacts = false)}:${System.getenv("PATH")}", "", "run", "--scenario", scenario.toString)
+      assert(status == 0 && out.linesIterator.contains("-Xmx256m") && out.contains(scenario.toString) && !out.contains("unknown command"), out)
     }
 
     "refuse what run would refuse, in its words, before the run's JVM starts" in {
