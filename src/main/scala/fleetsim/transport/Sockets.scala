@@ -121,26 +121,30 @@ final class Sockets private (system: ActorSystem[?]) extends Extension:
 
     private def loop(): Unit =
       val handler: java.util.function.Consumer[SelectionKey] = key => key.attachment.asInstanceOf[Socket].ready(key)
-      try
-        while open do
-          val wait = idle()
-          if wait <= 0 then selector.selectNow(handler)
-          else if wait == Long.MaxValue then selector.select(handler)
-          else selector.select(handler, ((wait + 999_999) / 1_000_000).max(1)) // whole milliseconds, never early
-          woken.set(false) // before the queues are read: what is queued after this wakes the selector again
-          val now = System.nanoTime()
-          while !timers.isEmpty && timers.peek().due - now <= 0 do timers.poll().run()
-          var task = tasks.poll()
-          while task != null do
-            try task.run() catch case NonFatal(e) => Complaints.warn("sockets", s"a socket task failed: $e")
-            task = tasks.poll()
-          var socket = flushes.poll()
-          while socket != null do
-            try socket.write() catch case NonFatal(e) => socket.end(Some(e))
-            socket = flushes.poll()
+      // A turn a call: a loop's body in the one call that runs it for the process's life stays
+      // interpreted until the JIT replaces it on the stack, minutes at a few hundred turns a second.
+      try while open do turn(handler)
       finally
         selector.keys.forEach(key => try key.channel.close() catch case _: IOException => ())
         selector.close()
+
+    /** Waits for a read, a wake-up or the next timer, then runs what is due. */
+    private def turn(handler: java.util.function.Consumer[SelectionKey]): Unit =
+      val wait = idle()
+      if wait <= 0 then selector.selectNow(handler)
+      else if wait == Long.MaxValue then selector.select(handler)
+      else selector.select(handler, ((wait + 999_999) / 1_000_000).max(1)) // whole milliseconds, never early
+      woken.set(false) // before the queues are read: what is queued after this wakes the selector again
+      val now = System.nanoTime()
+      while !timers.isEmpty && timers.peek().due - now <= 0 do timers.poll().run()
+      var task = tasks.poll()
+      while task != null do
+        try task.run() catch case NonFatal(e) => Complaints.warn("sockets", s"a socket task failed: $e")
+        task = tasks.poll()
+      var socket = flushes.poll()
+      while socket != null do
+        try socket.write() catch case NonFatal(e) => socket.end(Some(e))
+        socket = flushes.poll()
 
   /** A task due at `due` (System.nanoTime); cancelled, it does not run. */
   private final class Timer(val due: Long, task: () => Unit) extends FutureTask[Unit](() => task()), Comparable[Timer]:

@@ -83,6 +83,12 @@ class LauncherSpec extends AnyWordSpec:
       for fleet <- Seq(Seq("--devices", "100000"), Seq("--transport", "ssh", "--devices", "1000")) do
         val (status, out) = launch(System.getenv("PATH"), "-version", "run" +: fleet*)
         assert(status == 0 && out.contains("version") && !out.contains("Unrecognized"), out)
+        assert(!out.contains("CompileCommand"), out) // taken quietly
+    }
+
+    "have the JIT compile Netty's event loop within seconds, in every JVM it starts" in {
+      for command <- Seq(Seq("run", "--transport", "mqtt"), Seq("run"), Seq("controller", "--port", "0")) do
+        assert(javaArguments("", command*).containsSlice(nettyLoop), command)
     }
 
     "use the collector JAVA_OPTS names instead of G1, which the JVM would refuse beside it" in {
@@ -140,6 +146,7 @@ class LauncherSpec extends AnyWordSpec:
   }
 
   private val smallInlining = "-XX:InlineSmallCode=1000"
+  private val nettyLoop = Seq("-XX:CompileCommand=quiet", "-XX:CompileCommand=CompileThresholdScaling,io.netty.channel.nio.NioEventLoop::run,0.01")
   private val fixedMarkingStart = Seq("-XX:-G1UseAdaptiveIHOP", "-XX:InitiatingHeapOccupancyPercent=60")
   private val deferredRefinement = Seq("-XX:-G1UseAdaptiveConcRefinement", "-XX:G1ConcRefinementGreenZone=8192",
     "-XX:G1ConcRefinementYellowZone=12288", "-XX:G1ConcRefinementRedZone=16384")
