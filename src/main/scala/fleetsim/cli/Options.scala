@@ -196,7 +196,7 @@ object Flag:
   val ClientCaKey = Flag("client-ca-key", "fleetsim.tls.client-ca-key", ValueKind.InputFile, "the private key (PEM) of --client-ca")
   val ClientCerts = Flag("client-certs", "fleetsim.tls.client-certs", ValueKind.InputFolder, "a folder of per-device certificates: NAME.pem + NAME.key or NAME.p12 (see fleetsim.tls.client-certs-name)")
   val TlsVersion = Flag("tls-version", "fleetsim.tls.version", ValueKind.Choice("any", "1.3", "1.2"), "TLS versions devices offer: any (1.3, else 1.2), 1.3 or 1.2")
-  val Tls = Flag("tls", "fleetsim.controller.tls", ValueKind.Switch, "the reference controller serves HTTPS, its CA and certificate kept in --state-dir/tls")
+  val Tls = Flag("tls", "fleetsim.controller.tls", ValueKind.Switch, "the reference controller serves HTTPS, its CA and certificate kept in its state directory's tls/ (controller --state-dir; for run's own, fleetsim.controller.state-dir, default .fleetsim/controller)")
   val ClientCertsRequired = Flag("client-certs-required", "fleetsim.controller.client-certs-required", ValueKind.Switch,
     "with --tls: the reference controller admits only clients with a certificate its CA signed")
   val ConfigSize = Flag("config-size", "fleetsim.controller.config-size", ValueKind.Size, "size of the config document devices download")
@@ -347,4 +347,4 @@ object Options:
       "  --config FILE            a HOCON file of settings (keys as in reference.conf)",
       "  --help                   this text",
       "",
-      "Flags override environment variables, which override --config FILE, which overrides the defaults.")).mkString("\n")
+      "Flags override environment variables, which override a scenario's settings, then --config FILE, then --profile, then the defaults.")).mkString("\n")

@@ -92,6 +92,14 @@ class DocsSpec extends AnyWordSpec:
       if missing.nonEmpty then fail(missing.distinct.mkString("cited, but not there:\n", "\n", ""))
     }
 
+    "name only bench scripts that exist" in {
+      val missing = for
+        file <- docs.filterNot(_.startsWith(Path.of("docs", "adr"))) :+ Benchmarks // decisions are records of their day
+        script <- Script.findAllMatchIn(read(file)).map(_.group(0)) if !Files.isRegularFile(Path.of(script))
+      yield s"$file: $script"
+      if missing.nonEmpty then fail(missing.distinct.mkString("bench scripts named, but not there:\n", "\n", ""))
+    }
+
     "name in each row of BENCHMARKS.md the command that measured it" in {
       val problems = for
         table <- tables(read(Benchmarks))
@@ -127,6 +135,8 @@ object DocsSpec:
   private val History = Path.of("bench", "history")
   /** A history file named: a date and what was measured, or the list of them. */
   private val HistoryFile = """bench/history/((?:\d{4}-\d{2}-\d{2}-[\w.-]+|README)\.md)""".r
+  /** A bench script named. */
+  private val Script = """bench/[\w.-]+\.sh""".r
   /** A command in a row: a code span running a bench script or fleetsim. */
   private val Command = """`[^`]*(?:bench/|fleetsim)[^`]*`""".r
 
