@@ -52,7 +52,9 @@ enum ValueKind(val expected: String):
       case Count => text.toIntOption.exists(_ >= 1)
       case CountOrAuto => text == "auto" || text.toIntOption.exists(_ >= 1)
       case Rate => text.toDoubleOption.exists(r => r > 0 && !r.isInfinite)
-      case Duration => !text.trim.startsWith("-") && parsed(_.getDuration("v")).exists(_.toDays <= ValueKind.MaxDays)
+      // With its unit: HOCON reads a bare number as milliseconds, so `--duration 60` ran 60 ms.
+      case Duration => text.trim.lastOption.exists(_.isLetter) && !text.trim.startsWith("-") &&
+        parsed(_.getDuration("v")).exists(_.toDays <= ValueKind.MaxDays)
       case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
       case Size => parsed(_.getBytes("v")).isDefined
       case Url => validUrl(text, "http", "https")

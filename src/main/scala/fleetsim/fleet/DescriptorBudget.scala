@@ -46,9 +46,11 @@ object DescriptorBudget:
           Option.when(tunnels > 0)(s"$tunnels $sessionKind")).flatten.mkString(" + ")
         val split = if embeddedController then s"${server.apart} and point ${server.flag} at it, " else ""
         val spread = if tunnels > 0 then "spread the fleet over several processes, " else ""
+        // Only shared HTTP connections answer to --max-connections; a device's own session, to its count.
+        val lower = if connections > 0 then "--max-connections" else "--devices"
         Left(
           s"this fleet needs about $needed open files (($parts) x $ends ${if ends == 2 then "ends" else "end"} + $Base for the JVM) " +
-            s"but this process may open only $max ($limitName): ${split}${spread}lower --max-connections, or ${raise(limitName)}")
+            s"but this process may open only $max ($limitName): ${split}${spread}lower $lower, or ${raise(limitName)}")
       case _ => Right(needed)
 
   /** A cluster run's own process, whose embedded controller (or broker) holds the server end of

@@ -191,8 +191,12 @@ object Summary:
     lines += f"  ${"kind"}%-10s ${"sent"}%10s ${"ok"}%10s ${"403"}%8s ${"failed"}%8s ${"p50 ms"}%8s ${"p99 ms"}%8s ${"max ms"}%8s"
     s.messages.foreach { (kind, m) =>
       val l = s.latencyMs(kind)
-      lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${l.p50}%8.2f ${l.p99}%8.2f ${l.max}%8.2f"
+      def ms(v: Double) = if m.sent == 0 then f"${"-"}%8s" else f"$v%8.2f" // a kind that sent nothing has no latency
+      lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${ms(l.p50)} ${ms(l.p99)} ${ms(l.max)}"
     }
+    // Why calls failed, as summary.json has it: a wrong port says connectFailed here, not only in the file.
+    val failed = s.messages.collect { case (kind, m) if m.failures.nonEmpty => s"$kind " + m.failures.map((k, v) => s"$k $v").mkString(", ") }
+    if failed.nonEmpty then lines += "  failed calls: " + failed.mkString("; ")
     val late = s.latenessMs.filter((kind, _) => s.messages.get(kind).exists(_.sent > 0)) // a kind that sent nothing was never late
     if late.nonEmpty then
       lines += "  lateness: " + late.map((kind, l) => f"$kind p50 ${l.p50}%.2f ms, p99 ${l.p99}%.2f ms, max ${l.max}%.2f ms").mkString("; ")

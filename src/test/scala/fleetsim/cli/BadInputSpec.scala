@@ -28,7 +28,7 @@ class BadInputSpec extends AnyWordSpec:
     case ValueKind.Count => Seq("-5", "0", "lots", "1.5", "99999999999")
     case ValueKind.CountOrAuto => Seq("-5", "0", "some", "99999999999")
     case ValueKind.Rate => Seq("0", "-1", "fast", "NaN", "Infinity")
-    case ValueKind.Duration => Seq("soon", "-5s", "181d", "99999999999d", "5 parsecs")
+    case ValueKind.Duration => Seq("soon", "60", "-5s", "181d", "99999999999d", "5 parsecs")
     case ValueKind.Port => Seq("-1", "65536", "99999", "http")
     case ValueKind.Size => Seq("big", "5 parsecs")
     case ValueKind.Url => Seq("localhost:80", "ftp://127.0.0.1", "http://127.0.0.1:99999", "http://127.0.0.1:8080/api", "http://")

@@ -302,6 +302,7 @@ class CliSpec extends AnyWordSpec with Eventually:
       val page = Files.readString(dir.resolve("report.html"))
       assert(page.contains("\"summary\":null") && page.contains("\"Reporting\":10"))
       assertUsageError(fleetsim("report", tempDir().toString), "holds no timeseries.jsonl")
+      assertUsageError(fleetsim("report", tempDir().resolve("nonexistent").toString), "is no folder")
     }
   }
 

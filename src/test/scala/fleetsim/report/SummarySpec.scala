@@ -33,7 +33,8 @@ class SummarySpec extends AnyFunSuite:
   }
 
   test("lateness over the run is given for the kinds sent on a schedule; errors count failed calls and sessions, over all tried") {
-    val kinds = IndexedSeq(MessageKind("join", 0, periodic = false), MessageKind("heartbeat", 1, periodic = true))
+    val kinds = IndexedSeq(MessageKind("join", 0, periodic = false), MessageKind("heartbeat", 1, periodic = true),
+      MessageKind("config", 2, periodic = false))
     val metrics = FleetMetrics(kinds)
     (1 to 10).foreach { i =>
       metrics.sent(kinds(1))
@@ -57,6 +58,10 @@ class SummarySpec extends AnyFunSuite:
     assert(summary.errors == ErrorsSummary(4, 13, 100.0 * 4 / 13))
     assert(Summary.render(summary).contains("errors: 4 of 13 calls and session opens (30.77%)"))
     assert(Summary.render(summary).contains("lateness: heartbeat p50 5.00 ms, p99 "))
+    // Why calls failed, by kind; a kind that sent nothing shows no latency rather than 0.00.
+    val text = Summary.render(summary)
+    assert(text.contains("failed calls: join timedOut 1"), text)
+    assert(text.linesIterator.exists(_.trim.split(" +").toSeq == Seq("config", "0", "0", "0", "0", "-", "-", "-")), text)
     val dir = Files.createTempDirectory("fleetsim-summary")
     assert(Summary.read(Summary.write(summary, dir)) == summary)
   }
