@@ -80,14 +80,14 @@ final class Figures(kinds: Seq[MessageKind], profile: String, actions: Seq[Strin
     Recovery.toSeq.map { (p, value) =>
       Figure(s"action.$name.recovery.$p", Measure.Time, s => acted(s).flatMap { a =>
         if a.cut == 0 then Left(s"no data: action $name cut no device's power")
-        else value(a.recoveryMs).toRight(s"no data: ${a.neverBack} of ${a.cut} devices never came back")
+        else value(a.recoveryMs).toRight(s"no data: ${a.neverBack} of ${a.cut} devices not back by the run's end")
       })
     } ++ ActionCounts.toSeq.map((c, value) => Figure(s"action.$name.$c", Measure.Count, s => acted(s).map(value(_).toDouble))) ++
       Window.toSeq.map { case (f, (measure, value)) => Figure(s"action.$name.$f", measure, s => acted(s).flatMap(_.during.map(value).toRight(
         s"no data: the run ended before a second of action $name was sampled"))) } :+
       Figure(s"action.$name.convergence", Measure.Time, s => acted(s).flatMap { a => // recovery.p100, by the name a rollout's is known by
         if a.cut == 0 then Left(s"no data: action $name reached no device")
-        else a.recoveryMs.p100.toRight(s"no data: ${a.neverBack} of ${a.cut} devices never applied it")
+        else a.recoveryMs.p100.toRight(s"no data: ${a.neverBack} of ${a.cut} devices had not applied it by the run's end")
       })
 
   /** The figures there are, in a line: what an unknown figure's refusal lists. */

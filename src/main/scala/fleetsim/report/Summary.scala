@@ -70,7 +70,7 @@ final case class PushesSummary(received: Long, acknowledged: Long, pushToAckMs: 
 /** An action a scenario or the dashboard started: when, for how long, and how its devices came back.
   *
   * @param atS when it started, in s since the run started
-  * @param forS how long it acted: until the last of its devices was powered on again
+  * @param forS how long it acted: until the last of its devices was powered on again, or the run ended
   * @param devices devices it reached when it started
   * @param cut devices whose power it cut (one already Off is not cut again)
   * @param recovered of those, devices Reporting again before the run ended
@@ -223,7 +223,7 @@ object Summary:
     lines += f"  process: peak ${s.process.threadsPeak} threads, peak heap ${s.process.heapUsedPeakBytes / 1048576.0}%.0f MiB"
     s.actions.foreach { a =>
       def time(p: Option[Double]) = p.fold("-")(ms => if ms < 1000 then f"$ms%.1f ms" else f"${ms / 1000}%.2f s")
-      val back = s"${a.recovered} of ${a.cut} cut back" + (if a.neverBack > 0 then s", ${a.neverBack} never" else "")
+      val back = s"${a.recovered} of ${a.cut} cut back" + (if a.neverBack > 0 then s", ${a.neverBack} not back by the end" else "")
       val kind = if a.kind == a.name then "" else s" (${a.kind})"
       val at = f"  action ${a.name}$kind at ${a.atS}%.1f s for ${a.forS}%.1f s"
       // An action on the controller alone (a fault, a call) reaches no device: it has no recovery of its own.

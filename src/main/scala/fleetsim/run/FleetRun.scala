@@ -254,7 +254,10 @@ final class FleetRun private (
       stopReason, controllerUrl, controller.isDefined, settings.transport.name, settings.profile.name, settings.seed,
       settings.scenario.map(_._1.file.toString))
     val actions = acted.zipWithIndex.map { (a, number) =>
-      ActionSummary.of(a.name, a.kind, a.at.toMillis / 1000.0, a.span.toMillis / 1000.0, a.reached,
+      val atS = a.at.toMillis / 1000.0
+      // A wave over 5 min in a run of one acted until the run ended, not for its planned span.
+      val forS = (a.span.toMillis / 1000.0).min(info.durationS - atS).max(0)
+      ActionSummary.of(a.name, a.kind, atS, forS, a.reached,
         snapshot.actions.getOrElse(number, ActionSnapshot(0, Times.empty)), windows.of(number))
     }
     Summary.of(info, settings.fleet.devices, before.byState, Option.when(devices.sessions)(before.tunnels.up), snapshot,

@@ -151,6 +151,19 @@ class DashboardSpec extends AnyWordSpec with Eventually:
       }
   }
 
+  "A cut that outlasts the run" should {
+    "be summed up as acting until the run ended, its devices not back by the end" in
+      withReportingRun("api/actions/power-cut", atEnd = s => {
+        val cut = s.actions.find(_.kind == "power-cut").get
+        assert(cut.cut == 2 && cut.neverBack == 2 && cut.forS <= s.run.durationS - cut.atS, cut)
+        assert(Summary.render(s).contains("0 of 2 cut back, 2 not back by the end"), Summary.render(s))
+      }) { (run, url, _) =>
+        val cut = send(url, "POST", """{"devices": "0-1", "for": "10m", "seed": 3}""")
+        assert(cut.statusCode == 202, cut.body)
+        eventually(assert(run.metrics.devicesByState(Off) == 2))
+      }
+  }
+
   "/api/actions/partition" should {
     "cut the devices asked for off on the fleet's side until it heals, and say in the summary they all came back" in
       withReportingRun("api/actions/partition", atEnd = s => {
