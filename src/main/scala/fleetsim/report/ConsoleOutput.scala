@@ -21,12 +21,13 @@ final class ConsoleOutput(out: PrintStream, terminal: Boolean, sessions: TunnelS
   override def sample(s: Sample): Unit = synchronized {
     val newErrors = s.errors - errors
     errors = s.errors
-    val p99 = s.latencyMs.values.map(_.p99).maxOption.getOrElse(0.0)
+    // A second without replies has no latency: `-`, not 0.0 ms.
+    val p99 = s.latencyMs.values.map(_.p99).maxOption.filter(_ => s.repliesPerS > 0).fold("-")(ms => f"$ms%.1f ms")
     val states = s.devices.filter(_._2 > 0).map((state, n) => s"$state $n").mkString(" ")
     val ramp = if terminal && s.running < s.target then progress(s.running, s.target) + " " else ""
     val own = s.tunnels.fold("")(t => " | " + sessions(t))
     val line = f"${clock.format(Instant.ofEpochMilli(s.t))} $ramp${s.running}/${s.target} devices | $states | " +
-      f"${s.repliesPerS}%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99%.1f ms$own"
+      f"${s.repliesPerS}%.0f msg/s | errors +$newErrors ($errors total) | p99 $p99$own"
     if terminal then out.print("\r" + line + "\u001b[K") else out.println(line)
     out.flush()
   }
