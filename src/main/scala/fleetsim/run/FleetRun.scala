@@ -222,9 +222,12 @@ final class FleetRun private (
       ticker.cancel()
       driver.foreach(_.cancel())
       val done = for
-        before <- devices.snapshot() // states and sessions before the devices stop, leave them and close their sessions
-        cluster = devices.cluster
         _ <- devices.quiesce()
+        // States and sessions once every device the ramp started has heard the end (quiesced, each keeps
+        // its state), before they stop, leave and close their sessions: taken before it, a device
+        // started in the last moment joined but was not counted started.
+        before <- devices.snapshot()
+        cluster = devices.cluster
         _ <- drained(Deadline.now + settings.drainWait)
         snapshot <- devices.snapshot()
       yield

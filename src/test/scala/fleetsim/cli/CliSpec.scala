@@ -218,6 +218,17 @@ class CliSpec extends AnyWordSpec with Eventually:
       assert(summary.process.threadsPeak > 0 && summary.process.heapUsedPeakBytes > 0)
     }
 
+    "count every device that joined as started, when the run ends while the ramp still starts them" in {
+      // A run of a moment in a fresh JVM: devices started in its last moment join before they hear the end.
+      val dir = tempDir().resolve("run")
+      val f = fleetsim("run", "--devices", "100", "--duration", "200ms", "--dashboard", "off", "--results", dir.toString)
+      assert(f.code == 0, f.err + f.out)
+      val summary = Summary.read(dir.resolve("summary.json"))
+      val registered = summary.controller.get.registered
+      assert(summary.devices.started < 100, summary.devices) // ended mid-ramp indeed
+      assert(summary.devices.started >= registered && summary.devices.started >= summary.messages("join").ok, f.out)
+    }
+
     "fail a threshold with exit 3, a verdict table, the verdict in summary.json and a JUnit verdict.xml" in {
       val dir = tempDir().resolve("run")
       val f = fleetsim("run", "--devices", "5", "--duration", "3s", "--heartbeat-interval", "1s", "--dashboard", "off", "--results", dir.toString,
