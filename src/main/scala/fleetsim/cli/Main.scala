@@ -65,7 +65,7 @@ private def shown(message: String): String =
 /** `fleetsim report DIR`: the page again, from what the run left. */
 private def report(dir: java.nio.file.Path, out: PrintStream): Int =
   if !java.nio.file.Files.isDirectory(dir) then
-    throw UsageError(s"'$dir' is no folder: name a run's results folder, like results/<timestamp>", "report")
+    throw UsageError(s"no such folder '$dir': name a run's results folder, like results/<timestamp>", "report")
   if !java.nio.file.Files.isRegularFile(dir.resolve(fleetsim.report.Timeseries.FileName)) then
     throw UsageError(s"'$dir' holds no ${fleetsim.report.Timeseries.FileName}: name a run's results folder", "report")
   out.println(s"fleetsim: wrote ${fleetsim.report.Report.write(dir)}")

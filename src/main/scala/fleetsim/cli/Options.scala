@@ -42,6 +42,7 @@ enum ValueKind(val expected: String):
   def problem(text: String): Option[String] = this match
     case InputFile | InputFolder | OutputFolder | OutputFile => ValueKind.pathProblem(this, text)
     case Threshold => fleetsim.report.Threshold.parse(text).left.toOption
+    case Duration if text.trim.toDoubleOption.exists(_ >= 0) => Some(s"'$text' has no unit: write ${text.trim}s for seconds, or a unit of ms, m, h, d")
     case _ => Option.when(!valid(text))(s"'$text' is not $expected")
 
   private def valid(text: String): Boolean =
@@ -349,4 +350,7 @@ object Options:
       "  --config FILE            a HOCON file of settings (keys as in reference.conf)",
       "  --help                   this text",
       "",
-      "Flags override environment variables, which override a scenario's settings, then --config FILE, then --profile, then the defaults.")).mkString("\n")
+      // The layers this command has, in order (a scenario and --profile only where it takes them).
+      ("Flags override environment variables, which override " + (Option.when(flags.contains(Flag.Scenario))("a scenario's settings") ++
+        Seq("--config FILE") ++ Option.when(flags.contains(Flag.Profile))("--profile") ++ Seq("the defaults.")).mkString(", then "))))
+      .mkString("\n")

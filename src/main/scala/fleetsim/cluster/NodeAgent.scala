@@ -90,7 +90,7 @@ object NodeAgent:
             waiting.getOrElse(plan.id, Set.empty).foreach(_ ! DeviceBlock.Ready(run))
             waiting -= plan.id
             replyTo.foreach(_ ! Prepared(node, None))
-            say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport.name} devices from ${plan.runner}: room here for up to ${shareOf(plan)}, its share should a node be lost")
+            say(s"run ${plan.id} of ${plan.devices} ${run.settings.transport.name} devices from ${plan.runner}: room here for up to ${shareOf(plan)}${if plan.nodes >= 3 then ", its share should a node be lost" else ""}")
         Behaviors.same
       case BlockUp(run, block) =>
         blocks += run -> (blocks.getOrElse(run, Set.empty) + block)

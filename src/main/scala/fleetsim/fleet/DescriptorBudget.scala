@@ -28,6 +28,7 @@ object DescriptorBudget:
   private def raise(limitName: String) = if limitName == "ulimit -n" then "raise the limit" else s"raise $limitName"
 
   /** @param connections HTTP connections the fleet may hold open at once
+    * @param shared those connections are the fleet's shared pool (`--max-connections` sizes it), not one a device
     * @param tunnels sessions the fleet holds open at once (one per device), 0 without
     * @param sessionKind what those sessions are: "SSH tunnels", "MQTT connections"
     * @param embeddedController the server ends of all those sockets live in this process too
@@ -35,7 +36,7 @@ object DescriptorBudget:
     * @param server the server those sockets end at
     */
   def check(connections: Int, tunnels: Int, embeddedController: Boolean, limit: Option[Long], sessionKind: String = "SSH tunnels",
-      limitName: String = "ulimit -n", server: Server = Server.Controller): Either[String, Long] =
+      limitName: String = "ulimit -n", server: Server = Server.Controller, shared: Boolean = true): Either[String, Long] =
     val ends = if embeddedController then 2 else 1
     val sockets = connections.toLong + tunnels
     val needed = Base + sockets * ends
@@ -46,8 +47,9 @@ object DescriptorBudget:
           Option.when(tunnels > 0)(s"$tunnels $sessionKind")).flatten.mkString(" + ")
         val split = if embeddedController then s"${server.apart} and point ${server.flag} at it, " else ""
         val spread = if tunnels > 0 then "spread the fleet over several processes, " else ""
-        // Only shared HTTP connections answer to --max-connections; a device's own session, to its count.
-        val lower = if connections > 0 then "--max-connections" else "--devices"
+        // Only a shared pool answers to --max-connections, and only where it is most of the need; a
+        // device's own session or connection, to the devices' count.
+        val lower = if shared && connections > tunnels then "--max-connections" else "--devices"
         Left(
           s"this fleet needs about $needed open files (($parts) x $ends ${if ends == 2 then "ends" else "end"} + $Base for the JVM) " +
             s"but this process may open only $max ($limitName): ${split}${spread}lower $lower, or ${raise(limitName)}")

@@ -43,9 +43,7 @@ final case class Percentiles(p50: Double, p90: Double, p99: Double, max: Double)
   * @param mqtt the sessions are MQTT connections: only for the readers of timeseries.jsonl and the
   *             dashboard's charts, which title them by it (a file format); code takes its words from the kind
   */
-final case class TunnelSample(up: Long, opening: Long, retunnels: Long, retunnelsPerS: Double, handshakeP99Ms: Double, mqtt: Boolean = false):
-  /** The second's handshake p99 for people: `-` in a second without one (none takes under a millisecond). */
-  def handshakeP99Shown: String = if handshakeP99Ms > 0 then f"$handshakeP99Ms%.0f ms" else "-"
+final case class TunnelSample(up: Long, opening: Long, retunnels: Long, retunnelsPerS: Double, handshakeP99Ms: Double, mqtt: Boolean = false)
 
 /** How a transport's own sessions show in a second's sample: its kind supplies it
   * ([[fleetsim.run.TransportKind]]).

@@ -59,3 +59,9 @@ final class ConsoleOutput(out: PrintStream, terminal: Boolean, sessions: TunnelS
     val width = 20
     val filled = (running * width / target.max(1)).toInt.min(width)
     "[" + "#" * filled + "." * (width - filled) + "]"
+
+object ConsoleOutput:
+  /** A second's p99 of handshakes or connects for people: `-` in a second without any (none takes
+    * under a millisecond), not 0 ms.
+    */
+  def ms(p99: Double): String = if p99 > 0 then f"$p99%.0f ms" else "-"

@@ -213,9 +213,10 @@ object Summary:
       lines += f"  pushes: ${p.received} received, ${p.acknowledged} acknowledged; push to ack p50 ${p.pushToAckMs.p50}%.1f ms, p99 ${p.pushToAckMs.p99}%.1f ms"
     }
     s.controller.foreach { c =>
-      // The kinds it got (an MQTT fleet sends none of protocol v1's); registrations where devices joined over HTTP.
-      val got = c.received.filter(_._2 > 0)
-      val registered = if c.registered > 0 || c.received.getOrElse("join", 0L) > 0 then s"; ${c.registered} registered" else ""
+      // The kinds the fleet sends, or the controller got (an MQTT fleet sends none of protocol v1's);
+      // registrations where it keeps any (protocol v1's joins; the other dialects keep none).
+      val got = c.received.filter((kind, n) => n > 0 || s.messages.contains(kind))
+      val registered = if c.registered > 0 then s"; ${c.registered} registered" else ""
       lines += "  controller received: " + (if got.isEmpty then "nothing" else got.map((k, v) => s"$k $v").mkString(", ")) + registered
       if c.duplicates > 0 then lines += s"  controller saw ${c.duplicates} heartbeats from a second device with the same MAC"
     }

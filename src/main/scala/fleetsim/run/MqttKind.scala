@@ -52,7 +52,7 @@ final class MqttKind(val broker: Option[String], val maxConnects: Int) extends T
     TransportKind.Parts(made.byUrl, sessions.map(made.gated(_, maxConnects)), sessions.map(_.io))
 
   override def statusFields(t: TunnelSample): String =
-    f"connections ${t.up} up, ${t.opening} connecting, ${t.retunnels} reconnects, connect p99 ${t.handshakeP99Shown}"
+    f"connections ${t.up} up, ${t.opening} connecting, ${t.retunnels} reconnects, connect p99 ${fleetsim.report.ConsoleOutput.ms(t.handshakeP99Ms)}"
 
   /** Connecting is Discovering (the connection is the join), and a reopened session a reconnect. */
   override def sessionSample(s: MetricsSnapshot, rate: (MetricsSnapshot => Long) => Double): Option[TunnelSample] =

@@ -19,7 +19,8 @@ object Preflight:
     val kind = settings.transport
     kind.preflight()
     val (files, filesName) = openFiles(settings)
-    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, files, sessionKind(settings), filesName, kind.server)
+    DescriptorBudget.check(settings.connections, settings.sessions, settings.embedded, files, sessionKind(settings), filesName, kind.server,
+      shared = settings.connection == fleetsim.transport.ConnectionMode.Shared)
       .left.foreach(m => throw CannotRun(m))
     HeapBudget.check(settings.fleet.devices, heapPerDevice(settings), Runtime.getRuntime.maxMemory).left.foreach(m => throw CannotRun(m))
     for url <- settings.controllerUrl if url.startsWith("https://") && !settings.tls.insecure do serverTrusted(settings, URI(url))

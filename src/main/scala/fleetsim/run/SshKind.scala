@@ -34,7 +34,7 @@ final class SshKind(val ssh: SshSettings) extends TransportKind:
     TransportKind.Parts(made.controller, Some(made.gated(SshTunnels(ssh, SshdSocketAddress(host, port), made.settings.http), ssh.maxHandshakes)))
 
   override def statusFields(t: TunnelSample): String =
-    f"tunnels ${t.up} up, ${t.opening} opening, ${t.retunnels} re-tunnels, handshake p99 ${t.handshakeP99Shown}"
+    f"tunnels ${t.up} up, ${t.opening} opening, ${t.retunnels} re-tunnels, handshake p99 ${fleetsim.report.ConsoleOutput.ms(t.handshakeP99Ms)}"
 
   override def sessionSample(s: MetricsSnapshot, rate: (MetricsSnapshot => Long) => Double): Option[TunnelSample] =
     Some(TunnelSample(s.tunnels.up, s.byState(DeviceState.Tunneling), s.tunnels.retunnels, rate(_.tunnels.retunnels), s.tunnels.recent.latency.p99))

@@ -28,7 +28,7 @@ class BadInputSpec extends AnyWordSpec:
     case ValueKind.Count => Seq("-5", "0", "lots", "1.5", "99999999999")
     case ValueKind.CountOrAuto => Seq("-5", "0", "some", "99999999999")
     case ValueKind.Rate => Seq("0", "-1", "fast", "NaN", "Infinity")
-    case ValueKind.Duration => Seq("soon", "60", "-5s", "181d", "99999999999d", "5 parsecs")
+    case ValueKind.Duration => Seq("soon", "60", "0", "-5s", "181d", "99999999999d", "5 parsecs")
     case ValueKind.Port => Seq("-1", "65536", "99999", "http")
     case ValueKind.Size => Seq("big", "5 parsecs")
     case ValueKind.Url => Seq("localhost:80", "ftp://127.0.0.1", "http://127.0.0.1:99999", "http://127.0.0.1:8080/api", "http://")
@@ -145,6 +145,9 @@ class BadInputSpec extends AnyWordSpec:
       Files.writeString(file, "fleetsim.controller.url = \"http://user:secret@127.0.0.1:99999\"\n")
       val out = assertOneLine(Seq("run", "--config", file.toString), mentioning = s"$file:1: fleetsim.controller.url")
       assert(!out.contains("secret"), s"the password is in the error: $out")
+      // HOCON reads a bare number as milliseconds: a duration without its unit is refused, with the fix.
+      val bare = Files.writeString(dir.resolve("bare.conf"), "fleetsim.fleet.duration = 60\n")
+      assertOneLine(Seq("run", "--config", bare.toString), mentioning = s"$bare:1: fleetsim.fleet.duration: '60' has no unit: write 60s for seconds")
     }
   }
 

@@ -23,7 +23,7 @@ object ChildJvm:
   val java: String = Path.of(System.getProperty("java.home"), "bin", "java").toString
 
   /** Options every child JVM of the tests takes, before its own. */
-  val Options: Seq[String] = Seq("-XX:TieredStopAtLevel=1")
+  val Options: Seq[String] = Seq("-XX:TieredStopAtLevel=1", s"-Djava.io.tmpdir=${System.getProperty("java.io.tmpdir")}") // the suite's, under target/
 
   /** `java -Xmx<heap> [options] -cp <classpath> fleetsim.cli.Main args...`.
     *

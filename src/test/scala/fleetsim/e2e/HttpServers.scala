@@ -52,7 +52,17 @@ object HttpServers:
   val Site: Map[String, String] =
     Map("join.txt" -> "token: c0ffee\n", "d/c0ffee/heartbeat.txt" -> "ok\n", "d/c0ffee/stats.txt" -> "ok\n")
 
-  private val root = Files.createTempDirectory("fleetsim-http-servers", PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")))
+  /** In /tmp, not the suite's temporary folder under target/: Apache's workers (www-data) must enter
+    * every folder above what they serve, and a checkout under /root or a 0750 home is closed to them.
+    * Removed when the tests' JVM exits.
+    */
+  private val root =
+    val made = Files.createTempDirectory(Path.of("/tmp"), "fleetsim-http-servers",
+      PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")))
+    val removal: Runnable = () =>
+      scala.util.Using(Files.walk(made))(_.sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))): Unit
+    Runtime.getRuntime.addShutdownHook(Thread(removal))
+    made
   private def resource(name: String): Path = Path.of(getClass.getResource(s"/conformance/$name").toURI)
 
   /** Where a server writes its access log: a file its configuration names, or its stdout or stderr. */

@@ -56,11 +56,15 @@ class SchedulesSpec extends AnyWordSpec:
       assert(refusal.left.exists(m => m.contains("20150") && m.contains("20000") && m.contains("--max-connections") && m.contains("own process")))
       assert(DescriptorBudget.check(10000, 0, embeddedController = false, limit = Some(20000)) == Right(10150))
       assert(DescriptorBudget.check(10000, 0, embeddedController = true, limit = None).isRight)
+      // A connection a device (--source-ips, per-call profiles): fewer devices, not a smaller pool.
+      val own = DescriptorBudget.check(10000, 0, embeddedController = true, limit = Some(20000), shared = false)
+      assert(own.left.exists(m => m.contains("lower --devices") && !m.contains("--max-connections")), own)
     }
     "count a tunnel per device, and suggest spreading an SSH fleet" in {
       assert(DescriptorBudget.check(512, 8000, embeddedController = false, limit = Some(20000)) == Right(8662))
       val refusal = DescriptorBudget.check(512, 10000, embeddedController = true, limit = Some(20000))
-      assert(refusal.left.exists(m => m.contains("10000 SSH tunnels") && m.contains("spread the fleet") && m.contains("own process")))
+      assert(refusal.left.exists(m => m.contains("10000 SSH tunnels") && m.contains("spread the fleet") && m.contains("own process") &&
+        m.contains("lower --devices")), refusal)
     }
     "count MQTT connections, two ends each with the embedded broker, and name --broker" in {
       val broker = fleetsim.run.MqttKind(None, 1).server

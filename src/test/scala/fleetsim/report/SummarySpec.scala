@@ -62,12 +62,13 @@ class SummarySpec extends AnyFunSuite:
     val text = Summary.render(summary)
     assert(text.contains("failed calls: join timedOut 1"), text)
     assert(text.linesIterator.exists(_.trim.split(" +").toSeq == Seq("config", "0", "0", "0", "0", "-", "-", "-")), text)
-    // The controller's line names the kinds it got; registrations only where devices joined over HTTP.
+    // The controller's line names the kinds the fleet sends or it got, and registrations where it keeps any.
     def controllerLine(received: Map[String, Long], registered: Int) =
       val counts = fleetsim.metrics.ControllerCounts(registered, 0, 1, received, Map.empty, Map.empty, Map.empty, 0, 0, 0, 0)
       Summary.render(summary.copy(controller = Some(counts))).linesIterator.find(_.contains("controller received")).get.trim
-    assert(controllerLine(Map("join" -> 0L, "heartbeat" -> 0L, "telemetry" -> 687L), 0) == "controller received: telemetry 687")
-    assert(controllerLine(Map("join" -> 5L, "heartbeat" -> 20L, "config" -> 0L), 5) == "controller received: join 5, heartbeat 20; 5 registered")
+    assert(controllerLine(Map("join" -> 0L, "stats" -> 0L, "telemetry" -> 687L), 0) == "controller received: join 0, telemetry 687")
+    assert(controllerLine(Map("join" -> 5L, "heartbeat" -> 20L, "stats" -> 0L, "config" -> 0L), 5) ==
+      "controller received: join 5, heartbeat 20, config 0; 5 registered")
     val dir = Files.createTempDirectory("fleetsim-summary")
     assert(Summary.read(Summary.write(summary, dir)) == summary)
   }

@@ -155,7 +155,7 @@ class DashboardSpec extends AnyWordSpec with Eventually:
     "be summed up as acting until the run ended, its devices not back by the end" in
       withReportingRun("api/actions/power-cut", atEnd = s => {
         val cut = s.actions.find(_.kind == "power-cut").get
-        assert(cut.cut == 2 && cut.neverBack == 2 && cut.forS <= s.run.durationS - cut.atS, cut)
+        assert(cut.cut == 2 && cut.neverBack == 2 && cut.forS > 0 && cut.forS <= s.run.durationS - cut.atS, cut)
         assert(Summary.render(s).contains("0 of 2 cut back, 2 not back by the end"), Summary.render(s))
       }) { (run, url, _) =>
         val cut = send(url, "POST", """{"devices": "0-1", "for": "10m", "seed": 3}""")
