@@ -49,10 +49,18 @@ object HoconChecks:
   /** A block's keys in the order the file has them. */
   def inFileOrder(block: ConfigObject): Seq[String] = block.keySet.asScala.toSeq.sortBy(k => block.get(k).origin.lineNumber)
 
-  /** A positive duration at `path`, or None when it is not one. */
+  /** A positive duration at `path`, or None when it is not one — nor one without its unit, which
+    * HOCON would read as milliseconds (`for = 30` is not 30 ms to anyone who writes it).
+    */
   def positiveDuration(config: Config, path: String): Option[FiniteDuration] =
-    try Some(config.getDuration(path).toNanos).filter(_ > 0).map(Duration.fromNanos)
+    try
+      if !hasUnit(config, path) then None
+      else Some(config.getDuration(path).toNanos).filter(_ > 0).map(Duration.fromNanos)
     catch case _: ConfigException => None
+
+  /** The duration at `path` is written with its unit (`30s`, not `30`). */
+  def hasUnit(config: Config, path: String): Boolean =
+    String.valueOf(config.getValue(path).unwrapped).trim.lastOption.exists(_.isLetter)
 
   /** Why a file could not be read as HOCON. */
   enum Unreadable:

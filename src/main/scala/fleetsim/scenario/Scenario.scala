@@ -308,6 +308,7 @@ object Scenario:
       fail(block, s"an action is one of ${actionKinds.mkString(", ")}, like { at = 30s, ${kinds.head.example} }")
     val kind = kinds.find(_.name == named.head).get
     if !c.hasPath("at") then fail(block, s"an action needs at: when it starts, like at = 30s")
+    if !HoconChecks.hasUnit(c, "at") then failAt(c, "at", "at must be a duration with its unit, like 30s") // HOCON's milliseconds
     val at = try c.getDuration("at").toNanos.nanos catch case _: ConfigException => failAt(c, "at", "at must be a duration, like 30s")
     val inner = blockAt(c, kind.name, kind.name)
     keysOf(inner, kind.keys, s"a ${kind.name} (like ${kind.example})")

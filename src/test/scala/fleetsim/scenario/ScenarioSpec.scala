@@ -79,6 +79,10 @@ class ScenarioSpec extends AnyWordSpec:
       at(1, "stages = [ { devices = 1, hodl = 1s } ]", "unknown key 'hodl' in a stage (did you mean hold?)")
       at(1, "stages = [ { devices = many } ]", "a stage's devices must be a whole number")
       at(1, "stages = [ { devices = 5, over = 2s, rate = 3 } ]", "over or rate, not both")
+      // Durations without their unit, which HOCON reads as milliseconds.
+      at(1, "stages = [ { devices = 5, hold = 60 } ]", "must be a duration")
+      at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 30, power-cut { devices = 30%, for = 5s } } ]", "at must be a duration with its unit")
+      at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30%, for = 5 } } ]", "must be a duration")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = 30% } } ]", "a power cut needs for")
       at(2, "stages = [ { devices = 5, hold = 1m } ]\nactions = [ { at = 5s, power-cut { devices = lots, for = 5s } } ]",
         "devices must be a share (30%), a range of device numbers (100-199) or all")
