@@ -1,6 +1,6 @@
 package fleetsim
 
-import com.typesafe.config.Config
+import com.typesafe.config.{Config, ConfigException}
 
 import java.util.concurrent.TimeUnit.MILLISECONDS
 import scala.concurrent.duration.FiniteDuration
@@ -8,6 +8,10 @@ import scala.concurrent.duration.FiniteDuration
 /** HOCON durations ("30s") as Scala durations, for the settings classes. */
 extension (config: Config)
   def finiteDuration(path: String): FiniteDuration =
+    // HOCON reads a bare number as milliseconds: `backoff.min = 100` is refused, not 100 ms.
+    if !HoconChecks.hasUnit(config, path) then
+      val value = config.getValue(path)
+      throw ConfigException.BadValue(value.origin, path, s"'${value.unwrapped}' has no unit: write it with one, like 30s or 500ms")
     FiniteDuration(config.getDuration(path, MILLISECONDS), MILLISECONDS)
 
 /** "host:port" as a pair, or an error naming the setting and the form it takes. */

@@ -148,6 +148,9 @@ class BadInputSpec extends AnyWordSpec:
       // HOCON reads a bare number as milliseconds: a duration without its unit is refused, with the fix.
       val bare = Files.writeString(dir.resolve("bare.conf"), "fleetsim.fleet.duration = 60\n")
       assertOneLine(Seq("run", "--config", bare.toString), mentioning = s"$bare:1: fleetsim.fleet.duration: '60' has no unit: write 60s for seconds")
+      // A setting without a flag, the same.
+      Files.writeString(bare, "fleetsim.device.backoff.min = 100\n")
+      assertOneLine(Seq("run", "--config", bare.toString, "--duration", "1s"), mentioning = s"$bare: 1: Invalid value at 'backoff.min': '100' has no unit")
     }
   }
 
