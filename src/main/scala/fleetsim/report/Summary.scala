@@ -191,7 +191,8 @@ object Summary:
     lines += f"  ${"kind"}%-10s ${"sent"}%10s ${"ok"}%10s ${"403"}%8s ${"failed"}%8s ${"p50 ms"}%8s ${"p99 ms"}%8s ${"max ms"}%8s"
     s.messages.foreach { (kind, m) =>
       val l = s.latencyMs(kind)
-      def ms(v: Double) = if m.sent == 0 then f"${"-"}%8s" else f"$v%8.2f" // a kind that sent nothing has no latency
+      // A kind none of whose calls came back (none sent, or all interrupted by a second Ctrl-C) has no latency.
+      def ms(v: Double) = if m.sent == m.failures.getOrElse(Interrupted, 0L) then f"${"-"}%8s" else f"$v%8.2f"
       lines += f"  $kind%-10s ${m.sent}%10d ${m.ok}%10d ${m.forbidden}%8d ${m.failed}%8d ${ms(l.p50)} ${ms(l.p99)} ${ms(l.max)}"
     }
     // Why calls failed, as summary.json has it: a wrong port says connectFailed here, not only in the file.

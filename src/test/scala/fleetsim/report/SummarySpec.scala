@@ -72,3 +72,13 @@ class SummarySpec extends AnyFunSuite:
     val dir = Files.createTempDirectory("fleetsim-summary")
     assert(Summary.read(Summary.write(summary, dir)) == summary)
   }
+
+  test("a kind whose calls were all interrupted shows no latency, and says why they failed") {
+    val kinds = IndexedSeq(MessageKind("heartbeat", 0, periodic = true))
+    val metrics = FleetMetrics(kinds)
+    metrics.sent(kinds(0)) // never answered: the run did not wait for it
+    val info = RunInfo("2026-11-25T00:00:00Z", "2026-11-25T00:01:00Z", 60, "interrupted", "http://127.0.0.1:8080", true, "http", "ap-v1")
+    val text = Summary.render(Summary.of(info, 1, metrics.devicesByState, None, metrics.snapshot(), ProcessFigures(10, 10, 1, 1), None))
+    assert(text.linesIterator.exists(_.trim.split(" +").toSeq == Seq("heartbeat", "1", "0", "0", "1", "-", "-", "-")), text)
+    assert(text.contains("failed calls: heartbeat interrupted 1"), text)
+  }
