@@ -11,7 +11,7 @@ extension (config: Config)
     // HOCON reads a bare number as milliseconds: `backoff.min = 100` is refused, not 100 ms.
     if !HoconChecks.hasUnit(config, path) then
       val value = config.getValue(path)
-      throw ConfigException.BadValue(value.origin, path, s"'${value.unwrapped}' has no unit: write it with one, like 30s or 500ms")
+      throw ConfigException.BadValue(value.origin, path, HoconChecks.noUnit(String.valueOf(value.unwrapped)))
     FiniteDuration(config.getDuration(path, MILLISECONDS), MILLISECONDS)
 
 /** "host:port" as a pair, or an error naming the setting and the form it takes. */

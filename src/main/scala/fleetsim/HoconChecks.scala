@@ -59,8 +59,13 @@ object HoconChecks:
     catch case _: ConfigException => None
 
   /** The duration at `path` is written with its unit (`30s`, not `30`). */
-  def hasUnit(config: Config, path: String): Boolean =
-    String.valueOf(config.getValue(path).unwrapped).trim.lastOption.exists(_.isLetter)
+  def hasUnit(config: Config, path: String): Boolean = !unitless(String.valueOf(config.getValue(path).unwrapped))
+
+  /** A duration written without its unit, which HOCON would read as milliseconds. */
+  def unitless(text: String): Boolean = !text.trim.lastOption.exists(_.isLetter)
+
+  /** Why `text`, a duration without its unit, is refused, and the fix. */
+  def noUnit(text: String): String = s"'$text' has no unit: write ${text.trim}s for seconds, or a unit of ms, m, h, d"
 
   /** Why a file could not be read as HOCON. */
   enum Unreadable:

@@ -42,7 +42,7 @@ enum ValueKind(val expected: String):
   def problem(text: String): Option[String] = this match
     case InputFile | InputFolder | OutputFolder | OutputFile => ValueKind.pathProblem(this, text)
     case Threshold => fleetsim.report.Threshold.parse(text).left.toOption
-    case Duration if text.trim.toDoubleOption.exists(_ >= 0) => Some(s"'$text' has no unit: write ${text.trim}s for seconds, or a unit of ms, m, h, d")
+    case Duration if text.trim.toDoubleOption.exists(_ >= 0) => Some(fleetsim.HoconChecks.noUnit(text))
     case _ => Option.when(!valid(text))(s"'$text' is not $expected")
 
   private def valid(text: String): Boolean =
@@ -54,7 +54,7 @@ enum ValueKind(val expected: String):
       case CountOrAuto => text == "auto" || text.toIntOption.exists(_ >= 1)
       case Rate => text.toDoubleOption.exists(r => r > 0 && !r.isInfinite)
       // With its unit: HOCON reads a bare number as milliseconds, so `--duration 60` ran 60 ms.
-      case Duration => text.trim.lastOption.exists(_.isLetter) && !text.trim.startsWith("-") &&
+      case Duration => !fleetsim.HoconChecks.unitless(text) && !text.trim.startsWith("-") &&
         parsed(_.getDuration("v")).exists(_.toDays <= ValueKind.MaxDays)
       case Port => text.toIntOption.exists(p => p >= 0 && p <= 65535)
       case Size => parsed(_.getBytes("v")).isDefined

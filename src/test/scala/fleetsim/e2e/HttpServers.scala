@@ -59,9 +59,7 @@ object HttpServers:
   private val root =
     val made = Files.createTempDirectory(Path.of("/tmp"), "fleetsim-http-servers",
       PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwxr-xr-x")))
-    val removal: Runnable = () =>
-      scala.util.Using(Files.walk(made))(_.sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))): Unit
-    Runtime.getRuntime.addShutdownHook(Thread(removal))
+    Runtime.getRuntime.addShutdownHook(Thread((() => Try(deleteTree(made))): Runnable))
     made
   private def resource(name: String): Path = Path.of(getClass.getResource(s"/conformance/$name").toURI)
 
